@@ -1,0 +1,278 @@
+// Agents: create (with its Main branch, live), read with resolved config, list, update, archive, delete, config freeze.
+import type { Db, Tx } from '../store/db.js';
+import type { AgentsTable } from '../store/schema.js';
+import type { Selectable } from 'kysely';
+import { newId, nowIso } from '../store/ids.js';
+import { ApiError, badRequest, forbidden, locked, notFound } from '../errors.js';
+import { WORKFLOW_TYPES } from './config-schema.js';
+import { FIELD_SECTION, applyConfigPatch, defaultConfig, type AgentConfig, type BlockRefs } from './config.js';
+import { loadConfig, parseJson, storeBlocks } from './records.js';
+
+export type AgentRow = Selectable<AgentsTable>;
+
+export interface Actor {
+  orgId: string;
+  /** Display name of who acts (the API key's name). */
+  name: string;
+}
+
+const META_FIELDS = ['avatarUrl', 'allowInboundCall', 'visibleToEveryone'] as const;
+
+export async function loadAgent(q: Db | Tx, actor: Actor, agentId: string): Promise<AgentRow> {
+  const row = await q.selectFrom('agents').selectAll().where('id', '=', agentId).executeTakeFirst();
+  if (!row) throw notFound('No agent found');
+  if (row.org_id !== actor.orgId) throw forbidden('This API key has no access to this agent');
+  return row;
+}
+
+/** Loads an agent for a write: refuses with 423 while a configuration freeze is active. */
+export async function loadAgentForWrite(q: Db | Tx, actor: Actor, agentId: string): Promise<AgentRow> {
+  const row = await loadAgent(q, actor, agentId);
+  const freeze = parseJson<{ reason: string | null }>(row.freeze);
+  if (freeze) {
+    throw locked(`Configuration freeze is active on this agent${freeze.reason ? ` (${freeze.reason})` : ''}; writes are blocked until it is cleared`);
+  }
+  return row;
+}
+
+function pickConfig(body: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(body).filter(([k]) => FIELD_SECTION[k] !== undefined));
+}
+
+function validateMeta(body: Record<string, unknown>): string[] {
+  const errors: string[] = [];
+  if (body.name !== undefined && (typeof body.name !== 'string' || body.name.trim() === '' || body.name.length > 200)) errors.push('name: must be a non-empty string of at most 200 characters');
+  if (body.description !== undefined && body.description !== null && (typeof body.description !== 'string' || body.description.length > 2000)) errors.push('description: must be a string of at most 2000 characters');
+  if (body.avatarUrl !== undefined && body.avatarUrl !== null && typeof body.avatarUrl !== 'string') errors.push('avatarUrl: must be a string');
+  for (const flag of ['allowInboundCall', 'visibleToEveryone'] as const) {
+    if (body[flag] !== undefined && typeof body[flag] !== 'boolean') errors.push(`${flag}: must be a boolean`);
+  }
+  return errors;
+}
+
+export async function createAgent(db: Db, actor: Actor, body: unknown): Promise<string> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('Request body must be a JSON object');
+  const input = body as Record<string, unknown>;
+  const errors = validateMeta(input);
+  if (input.name === undefined) errors.push('name: required');
+  const workflowType = input.workflowType ?? 'single_prompt';
+  if (!WORKFLOW_TYPES.includes(workflowType as never)) errors.push(`workflowType: must be one of ${WORKFLOW_TYPES.join(', ')}`);
+  const { merged, errors: configErrors } = applyConfigPatch(defaultConfig(), pickConfig(input));
+  errors.push(...configErrors);
+  if (errors.length) throw badRequest(errors);
+
+  const agentId = newId();
+  const branchId = newId();
+  const now = nowIso();
+  const meta = { avatarUrl: input.avatarUrl ?? null, allowInboundCall: input.allowInboundCall ?? true, visibleToEveryone: input.visibleToEveryone ?? false };
+  await db.transaction().execute(async (tx) => {
+    await tx
+      .insertInto('agents')
+      .values({
+        id: agentId,
+        org_id: actor.orgId,
+        name: (input.name as string).trim(),
+        description: (input.description as string | undefined) ?? null,
+        workflow_type: workflowType as string,
+        base_blocks: '{}',
+        meta: JSON.stringify(meta),
+        default_branch_id: branchId,
+        live_branch_id: branchId,
+        versioned: 0,
+        freeze: null,
+        archived: 0,
+        archived_at: null,
+        created_by: actor.name,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
+    const refs = await storeBlocks(tx, agentId, merged);
+    await tx.updateTable('agents').set({ base_blocks: JSON.stringify(refs) }).where('id', '=', agentId).execute();
+    await tx
+      .insertInto('branches')
+      .values({
+        id: branchId,
+        agent_id: agentId,
+        name: 'Main',
+        is_default: 1,
+        source_branch_id: null,
+        source_revision_id: null,
+        head_revision_id: null,
+        open_draft_id: null,
+        status: 'active',
+        revision_counter: 0,
+        draft_counter: 0,
+        lock_token: null,
+        lock_expires_at: null,
+        created_by: actor.name,
+        updated_by: actor.name,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
+  });
+  return agentId;
+}
+
+/** Block references of what production serves: the live branch head, or the unversioned base config. */
+export async function liveRefs(q: Db | Tx, agent: AgentRow): Promise<{ refs: BlockRefs; revisionId: string | null }> {
+  const live = await q.selectFrom('branches').select('head_revision_id').where('id', '=', agent.live_branch_id).executeTakeFirst();
+  if (live?.head_revision_id) {
+    const rev = await q.selectFrom('revisions').select('blocks').where('id', '=', live.head_revision_id).executeTakeFirstOrThrow();
+    return { refs: JSON.parse(rev.blocks) as BlockRefs, revisionId: live.head_revision_id };
+  }
+  return { refs: JSON.parse(agent.base_blocks) as BlockRefs, revisionId: null };
+}
+
+export function agentSummary(agent: AgentRow, config: AgentConfig): Record<string, unknown> {
+  const meta = JSON.parse(agent.meta) as Record<string, unknown>;
+  const freeze = parseJson<Record<string, unknown>>(agent.freeze);
+  return {
+    _id: agent.id,
+    name: agent.name,
+    description: agent.description,
+    organization: agent.org_id,
+    workflowType: agent.workflow_type,
+    createdBy: agent.created_by,
+    createdAt: agent.created_at,
+    updatedAt: agent.updated_at,
+    archived: Boolean(agent.archived),
+    archivedAt: agent.archived_at,
+    totalCalls: 0,
+    liveBranchId: agent.live_branch_id,
+    configFreeze: freeze,
+    ...meta,
+    ...config,
+  };
+}
+
+/** `GET /agent/{id}`: metadata, the served configuration, `_resolvedConfig` and `phoneNumber`. */
+export async function readAgent(db: Db, actor: Actor, agentId: string): Promise<Record<string, unknown>> {
+  const agent = await loadAgent(db, actor, agentId);
+  const { refs, revisionId } = await liveRefs(db, agent);
+  const config = await loadConfig(db, refs);
+  return {
+    ...agentSummary(agent, config),
+    activeVersionId: revisionId,
+    versionId: revisionId,
+    phoneNumber: [],
+    _resolvedConfig: resolvedConfig(config),
+  };
+}
+
+/** The wire's flat `_resolvedConfig` (the fields the runtime reads). */
+export function resolvedConfig(config: AgentConfig): Record<string, unknown> {
+  const language = (config.language ?? {}) as Record<string, unknown>;
+  return {
+    ...config,
+    modelName: config.slmModel ?? null,
+    defaultLanguage: language.default ?? null,
+    supportedLanguages: language.supported ?? [],
+    languageSwitching: language.switching ?? null,
+    workflowGraph: config.workflowGraph ?? null,
+  };
+}
+
+const SORT_FIELDS = { createdAt: 'created_at', updatedAt: 'updated_at', name: 'name', workflowType: 'workflow_type', totalCalls: 'created_at' } as const;
+
+export async function listAgents(db: Db, actor: Actor, query: URLSearchParams): Promise<{ agents: Record<string, unknown>[]; total: number }> {
+  const page = intParam(query, 'page', 1, 1, 1_000_000);
+  const size = intParam(query, 'offset', 10, 1, 100);
+  const sortField = query.get('sortField') ?? 'createdAt';
+  const column = SORT_FIELDS[sortField as keyof typeof SORT_FIELDS];
+  if (!column) throw badRequest(`sortField: must be one of ${Object.keys(SORT_FIELDS).join(', ')}`);
+  const sortOrder = query.get('sortOrder') ?? 'desc';
+  if (sortOrder !== 'asc' && sortOrder !== 'desc') throw badRequest('sortOrder: must be asc or desc');
+  const type = query.get('type');
+  if (type !== null && !WORKFLOW_TYPES.includes(type as never)) throw badRequest(`type: must be one of ${WORKFLOW_TYPES.join(', ')}`);
+  const archived = query.get('archived') === 'true' ? 1 : 0;
+  const search = query.get('search');
+
+  let base = db.selectFrom('agents').where('org_id', '=', actor.orgId).where('archived', '=', archived);
+  if (type) base = base.where('workflow_type', '=', type);
+  if (search) base = base.where('name', 'like', `%${search.replace(/[%_]/g, '')}%`);
+  const total = Number((await base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+  const rows = await base.selectAll().orderBy(column, sortOrder).orderBy('id', sortOrder).limit(size).offset((page - 1) * size).execute();
+  const agents = [];
+  for (const row of rows) agents.push(agentSummary(row, await loadConfig(db, (await liveRefs(db, row)).refs)));
+  return { agents, total };
+}
+
+function intParam(query: URLSearchParams, name: string, dflt: number, min: number, max: number): number {
+  const raw = query.get(name);
+  if (raw === null) return dflt;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) throw badRequest(`${name}: must be an integer from ${min} to ${max}`);
+  return n;
+}
+
+export async function updateAgent(db: Db, actor: Actor, agentId: string, body: unknown): Promise<void> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('Request body must be a JSON object');
+  const input = body as Record<string, unknown>;
+  const agent = await loadAgentForWrite(db, actor, agentId);
+  const configPatch = pickConfig(input);
+  if (Object.keys(configPatch).length && agent.versioned) {
+    throw badRequest('Agent has versioning enabled. Config changes must be made through drafts.');
+  }
+  const errors = validateMeta(input);
+  const current = await loadConfig(db, JSON.parse(agent.base_blocks) as BlockRefs);
+  const { merged, errors: configErrors } = applyConfigPatch(current, configPatch);
+  errors.push(...configErrors);
+  if (input.workflowType !== undefined) {
+    if (agent.versioned) errors.push('workflowType: change it through a draft once the agent is versioned');
+    else if (!WORKFLOW_TYPES.includes(input.workflowType as never)) errors.push(`workflowType: must be one of ${WORKFLOW_TYPES.join(', ')}`);
+  }
+  if (errors.length) throw badRequest(errors);
+  const meta = JSON.parse(agent.meta) as Record<string, unknown>;
+  for (const f of META_FIELDS) if (input[f] !== undefined) meta[f] = input[f];
+  await db.transaction().execute(async (tx) => {
+    const refs = Object.keys(configPatch).length ? JSON.stringify(await storeBlocks(tx, agentId, merged)) : agent.base_blocks;
+    await tx
+      .updateTable('agents')
+      .set({
+        name: typeof input.name === 'string' ? input.name.trim() : agent.name,
+        description: input.description !== undefined ? (input.description as string | null) : agent.description,
+        workflow_type: (input.workflowType as string | undefined) ?? agent.workflow_type,
+        meta: JSON.stringify(meta),
+        base_blocks: refs,
+        updated_at: nowIso(),
+      })
+      .where('id', '=', agentId)
+      .execute();
+  });
+}
+
+export async function deleteAgent(db: Db, actor: Actor, agentId: string): Promise<void> {
+  await loadAgentForWrite(db, actor, agentId);
+  await db.transaction().execute(async (tx) => {
+    const drafts = tx.selectFrom('revisions').select('id').where('agent_id', '=', agentId);
+    await tx.deleteFrom('draft_edits').where('draft_id', 'in', drafts).execute();
+    await tx.deleteFrom('revisions').where('agent_id', '=', agentId).execute();
+    await tx.deleteFrom('branches').where('agent_id', '=', agentId).execute();
+    await tx.deleteFrom('blocks').where('agent_id', '=', agentId).execute();
+    await tx.deleteFrom('agents').where('id', '=', agentId).execute();
+  });
+}
+
+export async function setArchived(db: Db, actor: Actor, agentId: string, on: boolean): Promise<string> {
+  const agent = await loadAgentForWrite(db, actor, agentId);
+  if (Boolean(agent.archived) === on) throw new ApiError(409, on ? 'Agent is already archived' : 'Agent is not archived', { errorType: 'already_in_state' });
+  await db.updateTable('agents').set({ archived: on ? 1 : 0, archived_at: on ? nowIso() : null, updated_at: nowIso() }).where('id', '=', agentId).execute();
+  return on ? 'Agent archived' : 'Agent unarchived';
+}
+
+export async function setFreeze(db: Db, actor: Actor, agentId: string, body: unknown): Promise<Record<string, unknown>> {
+  await loadAgent(db, actor, agentId);
+  const reason = typeof body === 'object' && body !== null && 'reason' in body ? (body as { reason: unknown }).reason : null;
+  if (reason !== null && reason !== undefined && (typeof reason !== 'string' || reason.length > 500)) throw badRequest('reason: must be a string of at most 500 characters');
+  const freeze = { active: true, reason: reason ?? null, setBy: actor.name, setAt: nowIso() };
+  await db.updateTable('agents').set({ freeze: JSON.stringify(freeze) }).where('id', '=', agentId).execute();
+  return freeze;
+}
+
+export async function clearFreeze(db: Db, actor: Actor, agentId: string): Promise<void> {
+  await loadAgent(db, actor, agentId);
+  await db.updateTable('agents').set({ freeze: null }).where('id', '=', agentId).execute();
+}
+

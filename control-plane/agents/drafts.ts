@@ -1,0 +1,184 @@
+// A branch's open draft: upsert with optimistic concurrency (`expectedRevision`), read with edit history, discard.
+import type { Db, Tx } from '../store/db.js';
+import { newId, nowIso } from '../store/ids.js';
+import { ApiError, badRequest, notFound } from '../errors.js';
+import { WORKFLOW_TYPES } from './config-schema.js';
+import { FIELD_SECTION, applyConfigPatch, getPath, leafWrites, pathsOverlap, sameValue, type BlockRefs, type Section } from './config.js';
+import { loadAgent, loadAgentForWrite, type Actor, type AgentRow } from './agents.js';
+import { assertWritable, liveHeadId, loadBranch } from './branches.js';
+import { loadConfig, revisionDto, storeBlocks, type BranchRow, type RevisionRow } from './records.js';
+
+/** Where a new draft starts: the newest content of the branch (a scanning revision, else the head, else the agent's base). */
+export async function branchTipRefs(q: Db | Tx, agent: AgentRow, branch: BranchRow): Promise<{ refs: BlockRefs; parent: RevisionRow | null }> {
+  const scanning = await q
+    .selectFrom('revisions')
+    .selectAll()
+    .where('branch_id', '=', branch.id)
+    .where('status', '=', 'draft')
+    .where('listed_at', 'is not', null)
+    .executeTakeFirst();
+  const parent =
+    scanning ?? (branch.head_revision_id ? await q.selectFrom('revisions').selectAll().where('id', '=', branch.head_revision_id).executeTakeFirst() : undefined);
+  if (parent) return { refs: JSON.parse(parent.blocks) as BlockRefs, parent };
+  return { refs: JSON.parse(agent.base_blocks) as BlockRefs, parent: null };
+}
+
+export async function putDraft(db: Db, actor: Actor, agentId: string, branchId: string, body: unknown): Promise<Record<string, unknown>> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('Request body must be a JSON object');
+  const input = body as Record<string, unknown>;
+  const expected = input.expectedRevision;
+  if (expected !== undefined && (typeof expected !== 'number' || !Number.isInteger(expected) || expected < 0)) {
+    throw badRequest('expectedRevision: must be an integer >= 0');
+  }
+  const patch = Object.fromEntries(Object.entries(input).filter(([k]) => FIELD_SECTION[k] !== undefined));
+  const workflowType = input.workflowType;
+  if (workflowType !== undefined && !WORKFLOW_TYPES.includes(workflowType as never)) throw badRequest(`workflowType: must be one of ${WORKFLOW_TYPES.join(', ')}`);
+  if (Object.keys(patch).length === 0 && workflowType === undefined) throw badRequest('No recognized config fields in request body');
+  const agent = await loadAgentForWrite(db, actor, agentId);
+
+  const draftId = await db.transaction().execute(async (tx) => {
+    // Taking the next edit number first locks the branch row, so concurrent edits of one branch serialize.
+    const bumped = await tx
+      .updateTable('branches')
+      .set((eb) => ({ draft_counter: eb('draft_counter', '+', 1), updated_by: actor.name, updated_at: nowIso() }))
+      .where('id', '=', branchId)
+      .where('agent_id', '=', agentId)
+      .returning('draft_counter')
+      .executeTakeFirst();
+    if (!bumped) throw notFound('Branch not found');
+    const branch = await loadBranch(tx, agent, branchId);
+    assertWritable(branch);
+    const next = Number(bumped.draft_counter);
+    const latest = next - 1;
+    const draft = branch.open_draft_id ? await tx.selectFrom('revisions').selectAll().where('id', '=', branch.open_draft_id).executeTakeFirstOrThrow() : null;
+    const base = draft ? Number(draft.draft_base_revision) : latest;
+
+    const tip = draft ? { refs: JSON.parse(draft.blocks) as BlockRefs, parent: null } : await branchTipRefs(tx, agent, branch);
+    const current = await loadConfig(tx, tip.refs);
+    if (expected !== undefined) {
+      if (expected < base || expected > latest) {
+        throw new ApiError(409, 'base_revision_unavailable', {
+          errorType: 'base_revision_unavailable',
+          data: { expectedRevision: expected, latestRevision: latest },
+        });
+      }
+      if (draft && expected < latest) await assertNoConflict(tx, draft.id, expected, latest, patch, current);
+    }
+
+    const { merged, errors } = applyConfigPatch(current, patch);
+    if (errors.length) throw badRequest(errors);
+    const refs = await storeBlocks(tx, agentId, merged);
+    const writes = leafWrites(patch);
+    const changedSections = [...new Set(Object.keys(patch).map((f) => FIELD_SECTION[f] as Section))];
+    const now = nowIso();
+    let id: string;
+    if (draft) {
+      id = draft.id;
+      await tx
+        .updateTable('revisions')
+        .set({ blocks: JSON.stringify(refs), draft_revision: next, workflow_type: (workflowType as string | undefined) ?? draft.workflow_type, updated_at: now })
+        .where('id', '=', id)
+        .execute();
+    } else {
+      id = newId();
+      const parent = tip.parent;
+      await tx
+        .insertInto('revisions')
+        .values({
+          id,
+          agent_id: agentId,
+          branch_id: branchId,
+          status: 'draft',
+          revision_number: null,
+          version_number: null,
+          label: null,
+          description: null,
+          is_pinned: 0,
+          published_by: null,
+          published_at: null,
+          restored_from_label: null,
+          restored_from_revision_id: null,
+          draft_id: id,
+          draft_name: `${branch.name} draft`,
+          draft_revision: next,
+          draft_base_revision: latest,
+          source_version_id: parent?.id ?? null,
+          source_draft_id: null,
+          blocks: JSON.stringify(refs),
+          workflow_type: (workflowType as string | undefined) ?? parent?.workflow_type ?? agent.workflow_type,
+          parent_version: parent?.id ?? null,
+          activated_by: null,
+          activated_at: null,
+          security_check: null,
+          pending_publish: null,
+          prompt_score: parent?.prompt_score ?? null,
+          prompt_score_hash: parent?.prompt_score_hash ?? null,
+          listed_at: null,
+          created_by: actor.name,
+          created_at: now,
+          updated_at: now,
+        })
+        .execute();
+      await tx.updateTable('branches').set({ open_draft_id: id }).where('id', '=', branchId).execute();
+    }
+    await tx
+      .insertInto('draft_edits')
+      .values({ id: newId(), draft_id: id, draft_revision: next, changes: JSON.stringify(writes), changed_sections: JSON.stringify(changedSections), editor: actor.name, created_at: now })
+      .execute();
+    return id;
+  });
+  const row = await db.selectFrom('revisions').selectAll().where('id', '=', draftId).executeTakeFirstOrThrow();
+  return draftDto(row, await liveHeadId(db, agent));
+}
+
+/** 409 DraftConflictError when edits after `expected` changed a field this write also changes, to another value. */
+async function assertNoConflict(tx: Tx, draftId: string, expected: number, latest: number, patch: Record<string, unknown>, current: Record<string, unknown>): Promise<void> {
+  const edits = await tx.selectFrom('draft_edits').select('changes').where('draft_id', '=', draftId).where('draft_revision', '>', expected).execute();
+  const changedSince = edits.flatMap((e) => (JSON.parse(e.changes) as { path: string }[]).map((c) => c.path));
+  const diffs = leafWrites(patch)
+    .filter((w) => changedSince.some((p) => pathsOverlap(p, w.path)))
+    .map((w) => ({ path: w.path, yourValue: w.value, latestValue: getPath(current, w.path) ?? null }))
+    .filter((d) => !sameValue(d.yourValue, d.latestValue));
+  if (diffs.length) {
+    throw new ApiError(409, diffs.map((d) => d.path), {
+      errorType: 'DraftConflictError',
+      data: { conflict: { expectedRevision: expected, latestRevision: latest, diffs } },
+    });
+  }
+}
+
+function draftDto(row: RevisionRow, liveHead: string | null): Record<string, unknown> {
+  return revisionDto(row, { liveHeadId: liveHead, currentPromptHash: (JSON.parse(row.blocks) as BlockRefs).workflow_prompt });
+}
+
+export async function openDraft(q: Db | Tx, branch: BranchRow): Promise<RevisionRow> {
+  if (!branch.open_draft_id) throw notFound('This branch has no open draft');
+  return q.selectFrom('revisions').selectAll().where('id', '=', branch.open_draft_id).executeTakeFirstOrThrow();
+}
+
+export async function draftDetail(q: Db | Tx, agent: AgentRow, draft: RevisionRow): Promise<Record<string, unknown>> {
+  const edits = await q.selectFrom('draft_edits').selectAll().where('draft_id', '=', draft.id).orderBy('draft_revision', 'desc').execute();
+  return {
+    latest: draftDto(draft, await liveHeadId(q, agent)),
+    editCount: edits.length,
+    editHistory: edits.map((e) => ({ revision: e.draft_revision, changedSections: JSON.parse(e.changed_sections) as string[], editorName: e.editor, editedAt: e.created_at })),
+  };
+}
+
+export async function getDraft(db: Db, actor: Actor, agentId: string, branchId: string): Promise<Record<string, unknown>> {
+  const agent = await loadAgent(db, actor, agentId);
+  const branch = await loadBranch(db, agent, branchId);
+  return draftDetail(db, agent, await openDraft(db, branch));
+}
+
+export async function discardDraft(db: Db, actor: Actor, agentId: string, branchId: string): Promise<void> {
+  const agent = await loadAgentForWrite(db, actor, agentId);
+  await db.transaction().execute(async (tx) => {
+    const branch = await loadBranch(tx, agent, branchId);
+    assertWritable(branch);
+    const draft = await openDraft(tx, branch);
+    await tx.updateTable('branches').set({ open_draft_id: null, updated_by: actor.name, updated_at: nowIso() }).where('id', '=', branchId).execute();
+    await tx.deleteFrom('draft_edits').where('draft_id', '=', draft.id).execute();
+    await tx.deleteFrom('revisions').where('id', '=', draft.id).execute();
+  });
+}

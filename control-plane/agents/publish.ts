@@ -1,0 +1,353 @@
+// Publishing: security scan within a budget (200 committed) or in the background (202 scanning), restore, retry, cancel.
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Db, Tx } from '../store/db.js';
+import { newId, nowIso } from '../store/ids.js';
+import { badRequest, conflict, forbidden, notFound } from '../errors.js';
+import type { BlockRefs } from './config.js';
+import { loadAgentForWrite, type Actor, type AgentRow } from './agents.js';
+import { assertWritable, liveHeadId, loadBranch, scanningRevision } from './branches.js';
+import { openDraft } from './drafts.js';
+import { loadConfig, loadSections, markBlocksPassed, parseJson, revisionDto, unscannedSections, type PendingPublish, type RevisionRow, type SecurityCheck } from './records.js';
+import { scorePrompt } from './prompt-score.js';
+import { summarizeFindings } from './security-scan.js';
+import type { ScanOutcome, ScanRunner } from './scan-runner.js';
+
+export interface PublishResult {
+  status: 200 | 202;
+  data: { state: 'committed'; revision: Record<string, unknown> } | { state: 'scanning' };
+}
+
+const LOCK_MS = 60_000;
+type Verdict = { kind: 'passed' } | { kind: 'failed'; reason: string } | { kind: 'error'; reason: string };
+
+export class PublishService {
+  constructor(
+    private readonly db: Db,
+    private readonly scanner: ScanRunner,
+    private readonly budgetMs: number,
+    private readonly logger: Logger,
+  ) {}
+
+  async publish(actor: Actor, agentId: string, branchId: string, body: unknown): Promise<PublishResult> {
+    const label = parseLabel(body);
+    const agent = await loadAgentForWrite(this.db, actor, agentId);
+    const branch = await loadBranch(this.db, agent, branchId);
+    assertWritable(branch);
+    const draft = await openDraft(this.db, branch);
+    await this.assertNotBlocked(branchId);
+    return this.withLock(branchId, async () => {
+      const fresh = await loadBranch(this.db, agent, branchId);
+      if (fresh.open_draft_id !== draft.id) throw notFound('This branch has no open draft');
+      const pending: PendingPublish = { state: 'active', startedBy: actor.name, startedAt: nowIso() };
+      const check: SecurityCheck = { status: 'pending', reason: null, triggeredAt: nowIso(), completedAt: null };
+      await this.db
+        .updateTable('revisions')
+        .set({ pending_publish: JSON.stringify(pending), security_check: JSON.stringify(check), label, published_by: actor.name, updated_at: nowIso() })
+        .where('id', '=', draft.id)
+        .execute();
+      return this.scanAndSettle(agent, branchId, draft.id, actor.name, true);
+    });
+  }
+
+  /** Re-runs the scan of a revision whose scan failed (or errored). */
+  async retryScan(actor: Actor, agentId: string, branchId: string, revisionId: string): Promise<PublishResult> {
+    const agent = await loadAgentForWrite(this.db, actor, agentId);
+    const branch = await loadBranch(this.db, agent, branchId);
+    assertWritable(branch);
+    const row = await this.db.selectFrom('revisions').selectAll().where('id', '=', revisionId).executeTakeFirst();
+    if (!row || row.agent_id !== agentId || row.branch_id !== branchId) throw notFound('Revision not found on this branch');
+    const check = parseJson<SecurityCheck>(row.security_check);
+    if (row.status !== 'draft' || row.listed_at === null) throw badRequest('Only a revision that is still scanning can have its scan retried');
+    if (check?.status === 'pending') throw conflict('publish_in_progress', 'The security scan of this revision is still running');
+    return this.withLock(branchId, async () => {
+      const started: SecurityCheck = { status: 'pending', reason: null, triggeredAt: nowIso(), completedAt: null };
+      await this.db.updateTable('revisions').set({ security_check: JSON.stringify(started), updated_at: nowIso() }).where('id', '=', revisionId).execute();
+      return this.scanAndSettle(agent, branchId, revisionId, actor.name, false);
+    });
+  }
+
+  /**
+   * Runs the scan (only sections whose exact content has not passed before) and races it against the budget.
+   * Within budget and passed: commit now (200). Otherwise the revision enters history as scanning (202);
+   * a deferred scan settles it in the background.
+   */
+  private async scanAndSettle(agent: AgentRow, branchId: string, revisionId: string, actorName: string, fromDraft: boolean): Promise<PublishResult> {
+    const row = await this.db.selectFrom('revisions').selectAll().where('id', '=', revisionId).executeTakeFirstOrThrow();
+    const verdictPromise = this.verdict(row);
+    const inBudget = this.budgetMs > 0 ? await raceBudget(verdictPromise, this.budgetMs) : null;
+    if (inBudget?.kind === 'passed') {
+      const committed = await this.commit(agent, branchId, revisionId, actorName);
+      if (committed) return { status: 200, data: { state: 'committed', revision: committed } };
+      throw conflict('publish_cancelled', 'The publish was cancelled before it committed');
+    }
+    await this.db.transaction().execute(async (tx) => {
+      if (fromDraft) {
+        await tx.updateTable('branches').set({ open_draft_id: null, updated_at: nowIso() }).where('id', '=', branchId).where('open_draft_id', '=', revisionId).execute();
+        await tx.updateTable('revisions').set({ listed_at: nowIso(), draft_id: null, draft_revision: null, source_draft_id: revisionId }).where('id', '=', revisionId).execute();
+      }
+      if (inBudget) await this.recordFailure(tx, revisionId, inBudget);
+    });
+    if (!inBudget) void verdictPromise.then((v) => this.settleInBackground(agent, branchId, revisionId, actorName, v));
+    return { status: 202, data: { state: 'scanning' } };
+  }
+
+  private async verdict(row: RevisionRow): Promise<Verdict> {
+    const refs = JSON.parse(row.blocks) as BlockRefs;
+    const todo = await unscannedSections(this.db, refs);
+    if (todo.length === 0) return { kind: 'passed' };
+    const sections = await loadSections(this.db, refs);
+    const outcome: ScanOutcome = await this.scanner.scan(Object.fromEntries(todo.map((s) => [s, sections[s]])));
+    if (!outcome.ok) return { kind: 'error', reason: `Security scan could not complete: ${outcome.error}; retry the scan` };
+    const reason = summarizeFindings(outcome.findings);
+    return reason === null ? { kind: 'passed' } : { kind: 'failed', reason };
+  }
+
+  private async settleInBackground(agent: AgentRow, branchId: string, revisionId: string, actorName: string, verdict: Verdict): Promise<void> {
+    try {
+      await this.withLock(branchId, async () => {
+        if (verdict.kind === 'passed') await this.commit(agent, branchId, revisionId, actorName);
+        else await this.recordFailure(this.db, revisionId, verdict);
+      }, true);
+    } catch (err) {
+      this.logger.error({ err: err instanceof Error ? err.message : String(err), revisionId }, 'settling a deferred scan failed');
+    }
+  }
+
+  private async recordFailure(q: Db | Tx, revisionId: string, verdict: Exclude<Verdict, { kind: 'passed' }>): Promise<void> {
+    const row = await q.selectFrom('revisions').select('security_check').where('id', '=', revisionId).executeTakeFirst();
+    const prior = parseJson<SecurityCheck>(row?.security_check ?? null);
+    const check: SecurityCheck = { status: 'failed', reason: verdict.reason, triggeredAt: prior?.triggeredAt ?? nowIso(), completedAt: nowIso() };
+    await q.updateTable('revisions').set({ security_check: JSON.stringify(check), updated_at: nowIso() }).where('id', '=', revisionId).where('status', '=', 'draft').execute();
+  }
+
+  /** Commits an armed revision at the branch head with the next revision number; null if it was cancelled meanwhile. */
+  private async commit(agent: AgentRow, branchId: string, revisionId: string, actorName: string): Promise<Record<string, unknown> | null> {
+    const done = await this.db.transaction().execute(async (tx) => {
+      const row = await tx.selectFrom('revisions').selectAll().where('id', '=', revisionId).executeTakeFirstOrThrow();
+      if (row.status !== 'draft' || parseJson<PendingPublish>(row.pending_publish)?.state !== 'active') return false;
+      const refs = JSON.parse(row.blocks) as BlockRefs;
+      const number = await nextRevisionNumber(tx, branchId);
+      const score = await this.score(tx, refs, row.workflow_type);
+      const now = nowIso();
+      const check = parseJson<SecurityCheck>(row.security_check);
+      await markBlocksPassed(tx, refs);
+      await tx
+        .updateTable('revisions')
+        .set({
+          status: 'published',
+          revision_number: number,
+          published_by: row.published_by ?? actorName,
+          published_at: now,
+          draft_id: null,
+          draft_revision: null,
+          source_draft_id: row.draft_id ?? row.source_draft_id,
+          pending_publish: null,
+          security_check: JSON.stringify({ status: 'passed', reason: null, triggeredAt: check?.triggeredAt ?? now, completedAt: now } satisfies SecurityCheck),
+          prompt_score: JSON.stringify(score),
+          prompt_score_hash: refs.workflow_prompt,
+          listed_at: row.listed_at ?? now,
+          updated_at: now,
+        })
+        .where('id', '=', revisionId)
+        .execute();
+      await this.advanceHead(tx, agent.id, branchId, revisionId, actorName, now);
+      await tx.updateTable('branches').set({ open_draft_id: null }).where('id', '=', branchId).where('open_draft_id', '=', revisionId).execute();
+      return true;
+    });
+    return done ? this.revisionRecord(agent, revisionId) : null;
+  }
+
+  private async advanceHead(tx: Tx, agentId: string, branchId: string, revisionId: string, actorName: string, now: string): Promise<void> {
+    await tx.updateTable('branches').set({ head_revision_id: revisionId, updated_by: actorName, updated_at: now }).where('id', '=', branchId).execute();
+    const live = await tx.selectFrom('agents').select('live_branch_id').where('id', '=', agentId).executeTakeFirstOrThrow();
+    if (live.live_branch_id === branchId) {
+      // Publishing on the live branch takes effect in production at once.
+      await tx.updateTable('agents').set({ versioned: 1, updated_at: now }).where('id', '=', agentId).execute();
+      await tx.updateTable('revisions').set({ activated_by: actorName, activated_at: now }).where('id', '=', revisionId).execute();
+    }
+  }
+
+  private async score(q: Tx, refs: BlockRefs, workflowType: string): Promise<unknown> {
+    const config = await loadConfig(q, refs);
+    const tools = (config.tools as { name?: string }[] | undefined) ?? [];
+    const result = scorePrompt({
+      prompt: String(config.prompt ?? ''),
+      globalPrompt: typeof config.globalPrompt === 'string' ? config.globalPrompt : undefined,
+      firstMessage: typeof config.firstMessage === 'string' ? config.firstMessage : undefined,
+      toolNames: tools.map((t) => String(t.name ?? '')).filter(Boolean),
+      workflowType: workflowType === 'workflow_graph' ? 'workflow_graph' : 'single_prompt',
+    });
+    return { ...result, scoredAt: nowIso() };
+  }
+
+  async restore(actor: Actor, agentId: string, branchId: string, revisionId: string, body: unknown): Promise<PublishResult> {
+    const label = parseLabel(body);
+    const agent = await loadAgentForWrite(this.db, actor, agentId);
+    const branch = await loadBranch(this.db, agent, branchId);
+    assertWritable(branch);
+    const source = await this.db.selectFrom('revisions').selectAll().where('id', '=', revisionId).executeTakeFirst();
+    if (!source || source.agent_id !== agentId || (source.status === 'draft' && source.listed_at === null)) throw notFound('Revision not found');
+    if (source.status !== 'published' || parseJson<SecurityCheck>(source.security_check)?.status !== 'passed') {
+      throw forbidden('The source revision has not passed the security scan and cannot be restored');
+    }
+    await this.assertNotBlocked(branchId);
+    return this.withLock(branchId, async () => {
+      const id = newId();
+      await this.db.transaction().execute(async (tx) => {
+        const head = await tx.selectFrom('branches').select('head_revision_id').where('id', '=', branchId).executeTakeFirstOrThrow();
+        const number = await nextRevisionNumber(tx, branchId);
+        const now = nowIso();
+        await tx
+          .insertInto('revisions')
+          .values({
+            ...source,
+            id,
+            branch_id: branchId,
+            status: 'published',
+            revision_number: number,
+            version_number: null,
+            label,
+            description: null,
+            is_pinned: 0,
+            published_by: actor.name,
+            published_at: now,
+            restored_from_label: source.label,
+            restored_from_revision_id: source.id,
+            draft_id: null,
+            draft_name: null,
+            draft_revision: null,
+            draft_base_revision: null,
+            source_version_id: source.id,
+            source_draft_id: null,
+            parent_version: head.head_revision_id,
+            activated_by: null,
+            activated_at: null,
+            security_check: JSON.stringify({ status: 'passed', reason: 'content unchanged from a scanned revision', triggeredAt: now, completedAt: now } satisfies SecurityCheck),
+            pending_publish: null,
+            listed_at: now,
+            created_by: actor.name,
+            created_at: now,
+            updated_at: now,
+          })
+          .execute();
+        await this.advanceHead(tx, agentId, branchId, id, actor.name, now);
+      });
+      return { status: 200, data: { state: 'committed', revision: await this.revisionRecord(agent, id) } };
+    });
+  }
+
+  /** Cancels an armed publish: the revision goes back to being the branch's open draft (or is archived if a new draft exists). */
+  async cancel(actor: Actor, agentId: string, branchId: string): Promise<void> {
+    const agent = await loadAgentForWrite(this.db, actor, agentId);
+    const branch = await loadBranch(this.db, agent, branchId);
+    assertWritable(branch);
+    await this.db.transaction().execute(async (tx) => {
+      const armed = await tx.selectFrom('revisions').selectAll().where('branch_id', '=', branchId).where('status', '=', 'draft').where('pending_publish', 'is not', null).execute();
+      for (const row of armed) {
+        const pending = parseJson<PendingPublish>(row.pending_publish);
+        if (pending?.state !== 'active') continue;
+        const cancelled: PendingPublish = { ...pending, state: 'cancelled' };
+        const current = await tx.selectFrom('branches').select('open_draft_id').where('id', '=', branchId).executeTakeFirstOrThrow();
+        const reopen = current.open_draft_id === null || current.open_draft_id === row.id;
+        await tx
+          .updateTable('revisions')
+          .set({
+            pending_publish: JSON.stringify(cancelled),
+            security_check: JSON.stringify({ ...parseJson<SecurityCheck>(row.security_check), status: 'cancelled', completedAt: nowIso() }),
+            status: reopen ? 'draft' : 'archived',
+            listed_at: null,
+            draft_id: reopen ? row.id : null,
+            draft_revision: reopen ? (row.draft_revision ?? row.draft_base_revision) : null,
+            updated_at: nowIso(),
+          })
+          .where('id', '=', row.id)
+          .execute();
+        if (reopen) await tx.updateTable('branches').set({ open_draft_id: row.id, updated_by: actor.name, updated_at: nowIso() }).where('id', '=', branchId).execute();
+      }
+    });
+  }
+
+  /** After a restart: scans that were deferred and never settled run again in the background. */
+  async resumePendingScans(): Promise<number> {
+    const rows = await this.db.selectFrom('revisions').selectAll().where('status', '=', 'draft').where('listed_at', 'is not', null).execute();
+    let resumed = 0;
+    for (const row of rows) {
+      if (parseJson<SecurityCheck>(row.security_check)?.status !== 'pending' || !row.branch_id) continue;
+      const agent = await this.db.selectFrom('agents').selectAll().where('id', '=', row.agent_id).executeTakeFirst();
+      if (!agent) continue;
+      resumed++;
+      const branchId = row.branch_id;
+      void this.verdict(row).then((v) => this.settleInBackground(agent, branchId, row.id, row.published_by ?? 'system', v));
+    }
+    return resumed;
+  }
+
+  private async assertNotBlocked(branchId: string): Promise<void> {
+    const scanning = await scanningRevision(this.db, branchId);
+    if (!scanning) return;
+    if (scanning.check?.status === 'failed') {
+      throw conflict('security_scan_failed', `Revision ${scanning.id} failed its security scan (${scanning.check.reason ?? 'see securityCheck.reason'}); retry the scan or cancel that publish first`);
+    }
+    throw conflict('publish_in_progress', `Revision ${scanning.id} is still being scanned; wait for it to commit`);
+  }
+
+  /** One publish, restore or scan settlement per branch at a time; HTTP callers get 409, the background waits. */
+  private async withLock<T>(branchId: string, fn: () => Promise<T>, wait = false): Promise<T> {
+    const token = randomUUID();
+    for (let attempt = 0; ; attempt++) {
+      const now = new Date();
+      const res = await this.db
+        .updateTable('branches')
+        .set({ lock_token: token, lock_expires_at: new Date(now.getTime() + LOCK_MS).toISOString() })
+        .where('id', '=', branchId)
+        .where((eb) => eb.or([eb('lock_token', 'is', null), eb('lock_expires_at', '<', now.toISOString())]))
+        .executeTakeFirst();
+      if (Number(res.numUpdatedRows) === 1) break;
+      if (!wait || attempt > 1200) throw conflict('publish_in_progress', 'Another publish or restore is in progress on this branch');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    try {
+      return await fn();
+    } finally {
+      await this.db.updateTable('branches').set({ lock_token: null, lock_expires_at: null }).where('id', '=', branchId).where('lock_token', '=', token).execute();
+    }
+  }
+
+  private async revisionRecord(agent: AgentRow, revisionId: string): Promise<Record<string, unknown>> {
+    const row = await this.db.selectFrom('revisions').selectAll().where('id', '=', revisionId).executeTakeFirstOrThrow();
+    return revisionDto(row, { liveHeadId: await liveHeadId(this.db, agent) });
+  }
+}
+
+async function nextRevisionNumber(tx: Tx, branchId: string): Promise<number> {
+  const row = await tx
+    .updateTable('branches')
+    .set((eb) => ({ revision_counter: eb('revision_counter', '+', 1) }))
+    .where('id', '=', branchId)
+    .returning('revision_counter')
+    .executeTakeFirstOrThrow();
+  return Number(row.revision_counter);
+}
+
+function parseLabel(body: unknown): string | null {
+  if (body === undefined || body === null) return null;
+  if (typeof body !== 'object' || Array.isArray(body)) throw badRequest('Request body must be a JSON object');
+  const label = (body as { label?: unknown }).label;
+  if (label === undefined || label === null) return null;
+  if (typeof label !== 'string' || label.length > 200) throw badRequest('label: must be a string of at most 200 characters, or null');
+  return label;
+}
+
+async function raceBudget(p: Promise<Verdict>, ms: number): Promise<Verdict | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), ms);
+  });
+  try {
+    return await Promise.race([p, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+

@@ -1,0 +1,124 @@
+// Blocks storage and the mapping of stored rows to the wire's Revision and Branch records.
+import type { Selectable } from 'kysely';
+import type { Db, Tx } from '../store/db.js';
+import type { BranchesTable, RevisionsTable } from '../store/schema.js';
+import { nowIso } from '../store/ids.js';
+import { SECTIONS, blockId, canonicalJson, joinSections, splitConfig, type AgentConfig, type BlockRefs, type Section, type SectionContents } from './config.js';
+
+export type RevisionRow = Selectable<RevisionsTable>;
+export type BranchRow = Selectable<BranchesTable>;
+type Q = Db | Tx;
+
+export const parseJson = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
+
+/** Stores each section as a content-addressed block (insert-or-ignore) and returns the references. */
+export async function storeBlocks(q: Q, agentId: string, config: AgentConfig): Promise<BlockRefs> {
+  const contents = splitConfig(config);
+  const refs = {} as BlockRefs;
+  const rows = SECTIONS.map((section) => {
+    const id = blockId(agentId, section, contents[section]);
+    refs[section] = id;
+    return { id, agent_id: agentId, section, content: canonicalJson(contents[section]), scan_status: null, created_at: nowIso() };
+  });
+  await q.insertInto('blocks').values(rows).onConflict((oc) => oc.column('id').doNothing()).execute();
+  return refs;
+}
+
+export async function loadSections(q: Q, refs: BlockRefs): Promise<SectionContents> {
+  const ids = [...new Set(Object.values(refs))];
+  const rows = ids.length ? await q.selectFrom('blocks').select(['id', 'content']).where('id', 'in', ids).execute() : [];
+  const byId = new Map(rows.map((r) => [r.id, JSON.parse(r.content) as Record<string, unknown>]));
+  const out = {} as SectionContents;
+  for (const section of SECTIONS) out[section] = byId.get(refs[section]) ?? {};
+  return out;
+}
+
+export async function loadConfig(q: Q, refs: BlockRefs): Promise<AgentConfig> {
+  return joinSections(await loadSections(q, refs));
+}
+
+/** Section block ids that have not yet passed the security scan. */
+export async function unscannedSections(q: Q, refs: BlockRefs): Promise<Section[]> {
+  const ids = [...new Set(Object.values(refs))];
+  const passed = new Set(
+    (await q.selectFrom('blocks').select('id').where('id', 'in', ids).where('scan_status', '=', 'passed').execute()).map((r) => r.id),
+  );
+  return SECTIONS.filter((s) => !passed.has(refs[s]));
+}
+
+export async function markBlocksPassed(q: Q, refs: BlockRefs): Promise<void> {
+  await q.updateTable('blocks').set({ scan_status: 'passed' }).where('id', 'in', [...new Set(Object.values(refs))]).execute();
+}
+
+export interface SecurityCheck {
+  status: 'pending' | 'passed' | 'failed' | 'cancelled';
+  reason: string | null;
+  triggeredAt: string | null;
+  completedAt: string | null;
+}
+
+export interface PendingPublish {
+  state: 'active' | 'cancelled';
+  startedBy: string;
+  startedAt: string;
+}
+
+/** Wire Revision record. `liveHeadId` is the head of the agent's live branch (for isActive). */
+export function revisionDto(row: RevisionRow, opts: { liveHeadId?: string | null; currentPromptHash?: string | null } = {}): Record<string, unknown> {
+  const promptScore = parseJson<Record<string, unknown>>(row.prompt_score);
+  const stale =
+    row.status === 'draft' && promptScore !== null && opts.currentPromptHash !== undefined && opts.currentPromptHash !== row.prompt_score_hash;
+  return {
+    _id: row.id,
+    agent: row.agent_id,
+    status: row.status,
+    branch: row.branch_id,
+    revisionNumber: row.revision_number,
+    versionNumber: row.version_number,
+    label: row.label,
+    description: row.description,
+    isPinned: Boolean(row.is_pinned),
+    publishedBy: row.published_by,
+    publishedAt: row.published_at,
+    publishedByName: row.published_by,
+    restoredFromLabel: row.restored_from_label,
+    restoredFromRevisionId: row.restored_from_revision_id,
+    draftId: row.draft_id,
+    draftName: row.draft_name,
+    draftRevision: row.draft_revision,
+    sourceVersionId: row.source_version_id,
+    sourceDraftId: row.source_draft_id,
+    blocks: JSON.parse(row.blocks) as BlockRefs,
+    workflowType: row.workflow_type,
+    parentVersion: row.parent_version,
+    isActive: opts.liveHeadId != null && opts.liveHeadId === row.id,
+    activatedBy: row.activated_by,
+    activatedAt: row.activated_at,
+    securityCheck: parseJson<SecurityCheck>(row.security_check),
+    pendingPublish: parseJson<PendingPublish>(row.pending_publish),
+    promptScore,
+    promptScoreStale: stale,
+    createdBy: row.created_by,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export function branchDto(row: BranchRow): Record<string, unknown> {
+  return {
+    _id: row.id,
+    agent: row.agent_id,
+    name: row.name,
+    isDefault: Boolean(row.is_default),
+    sourceBranchId: row.source_branch_id,
+    sourceRevisionId: row.source_revision_id,
+    headRevisionId: row.head_revision_id,
+    openDraftId: row.open_draft_id,
+    status: row.status,
+    draftRevision: row.draft_counter,
+    createdBy: row.created_by,
+    updatedBy: row.updated_by,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}

@@ -1,0 +1,74 @@
+// Opens the store: SQLite (better-sqlite3, WAL) under the data directory by default, PostgreSQL when DATABASE_URL says so.
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import pg from 'pg';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
+import type { Database } from './schema.js';
+import { migrationProvider } from './migrations.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+export type Db = Kysely<Database>;
+export type Tx = Transaction<Database>;
+
+export interface StoreOptions {
+  dataDir: string;
+  databaseUrl?: string;
+  /** PostgreSQL schema to use (created if absent); lets several servers share one database. */
+  pgSchema?: string;
+}
+
+export interface Store {
+  db: Db;
+  dialect: Dialect;
+  /** Human description without credentials, for logs. */
+  describe: string;
+  close(): Promise<void>;
+}
+
+export async function openStore(options: StoreOptions): Promise<Store> {
+  const url = options.databaseUrl;
+  if (url && /^postgres(ql)?:\/\//.test(url)) return openPostgres(url, options.pgSchema);
+  if (url) throw new Error('DATABASE_URL must start with postgres:// (leave it unset for the embedded SQLite store)');
+  return openSqlite(options.dataDir);
+}
+
+async function openSqlite(dataDir: string): Promise<Store> {
+  mkdirSync(dataDir, { recursive: true });
+  const file = path.join(dataDir, 'parley.sqlite');
+  const sqlite = new SqliteDatabase(file);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('busy_timeout = 5000');
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('synchronous = NORMAL');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  await migrate(db);
+  return { db, dialect: 'sqlite', describe: `sqlite:${file}`, close: () => db.destroy() };
+}
+
+async function openPostgres(url: string, schema?: string): Promise<Store> {
+  if (schema && !/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error('DATABASE_SCHEMA must be a lower-case SQL identifier');
+  if (schema) {
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      await admin.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    } finally {
+      await admin.end();
+    }
+  }
+  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  if (schema) pool.on('connect', (client) => void client.query(`SET search_path TO ${schema}`));
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  await migrate(db);
+  const safe = new URL(url);
+  safe.password = '';
+  safe.username = '';
+  return { db, dialect: 'postgres', describe: `postgres:${safe.host}${safe.pathname}${schema ? `#${schema}` : ''}`, close: () => db.destroy() };
+}
+
+async function migrate(db: Db): Promise<void> {
+  const { error, results } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
+  const failed = results?.find((r) => r.status === 'Error');
+  if (error || failed) throw new Error(`migration failed: ${failed?.migrationName ?? ''} ${String(error)}`);
+}

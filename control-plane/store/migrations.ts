@@ -1,0 +1,131 @@
+// Schema migrations, written once with Kysely's schema builder so they run on SQLite and PostgreSQL alike.
+import type { Kysely, Migration, MigrationProvider } from 'kysely';
+
+const migrations: Record<string, Migration> = {
+  '0001_foundation': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('organizations')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('name', 'text', (c) => c.notNull().unique())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('api_keys')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('org_id', 'text', (c) => c.notNull().references('organizations.id').onDelete('cascade'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('key_hash', 'text', (c) => c.notNull().unique())
+        .addColumn('prefix', 'text', (c) => c.notNull())
+        .addColumn('rate_limit_per_min', 'integer')
+        .addColumn('request_count', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('last_used_at', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('agents')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('org_id', 'text', (c) => c.notNull().references('organizations.id').onDelete('cascade'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('description', 'text')
+        .addColumn('workflow_type', 'text', (c) => c.notNull())
+        .addColumn('base_blocks', 'text', (c) => c.notNull())
+        .addColumn('meta', 'text', (c) => c.notNull())
+        .addColumn('default_branch_id', 'text', (c) => c.notNull())
+        .addColumn('live_branch_id', 'text', (c) => c.notNull())
+        .addColumn('versioned', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('freeze', 'text')
+        .addColumn('archived', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('archived_at', 'text')
+        .addColumn('created_by', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('agents_org').on('agents').columns(['org_id', 'created_at']).execute();
+      await db.schema
+        .createTable('blocks')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('agent_id', 'text', (c) => c.notNull().references('agents.id').onDelete('cascade'))
+        .addColumn('section', 'text', (c) => c.notNull())
+        .addColumn('content', 'text', (c) => c.notNull())
+        .addColumn('scan_status', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('branches')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('agent_id', 'text', (c) => c.notNull().references('agents.id').onDelete('cascade'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('is_default', 'integer', (c) => c.notNull())
+        .addColumn('source_branch_id', 'text')
+        .addColumn('source_revision_id', 'text')
+        .addColumn('head_revision_id', 'text')
+        .addColumn('open_draft_id', 'text')
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('revision_counter', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('draft_counter', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('lock_token', 'text')
+        .addColumn('lock_expires_at', 'text')
+        .addColumn('created_by', 'text', (c) => c.notNull())
+        .addColumn('updated_by', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .addUniqueConstraint('branches_agent_name', ['agent_id', 'name'])
+        .execute();
+      await db.schema
+        .createTable('revisions')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('agent_id', 'text', (c) => c.notNull().references('agents.id').onDelete('cascade'))
+        .addColumn('branch_id', 'text')
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('revision_number', 'integer')
+        .addColumn('version_number', 'integer')
+        .addColumn('label', 'text')
+        .addColumn('description', 'text')
+        .addColumn('is_pinned', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('published_by', 'text')
+        .addColumn('published_at', 'text')
+        .addColumn('restored_from_label', 'text')
+        .addColumn('restored_from_revision_id', 'text')
+        .addColumn('draft_id', 'text')
+        .addColumn('draft_name', 'text')
+        .addColumn('draft_revision', 'integer')
+        .addColumn('draft_base_revision', 'integer')
+        .addColumn('source_version_id', 'text')
+        .addColumn('source_draft_id', 'text')
+        .addColumn('blocks', 'text', (c) => c.notNull())
+        .addColumn('workflow_type', 'text', (c) => c.notNull())
+        .addColumn('parent_version', 'text')
+        .addColumn('activated_by', 'text')
+        .addColumn('activated_at', 'text')
+        .addColumn('security_check', 'text')
+        .addColumn('pending_publish', 'text')
+        .addColumn('prompt_score', 'text')
+        .addColumn('prompt_score_hash', 'text')
+        .addColumn('listed_at', 'text')
+        .addColumn('created_by', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .addUniqueConstraint('revisions_branch_number', ['branch_id', 'revision_number'])
+        .execute();
+      await db.schema.createIndex('revisions_branch_listed').on('revisions').columns(['branch_id', 'listed_at']).execute();
+      await db.schema
+        .createTable('draft_edits')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('draft_id', 'text', (c) => c.notNull().references('revisions.id').onDelete('cascade'))
+        .addColumn('draft_revision', 'integer', (c) => c.notNull())
+        .addColumn('changes', 'text', (c) => c.notNull())
+        .addColumn('changed_sections', 'text', (c) => c.notNull())
+        .addColumn('editor', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addUniqueConstraint('draft_edits_rev', ['draft_id', 'draft_revision'])
+        .execute();
+    },
+  },
+};
+
+export const migrationProvider: MigrationProvider = {
+  async getMigrations() {
+    return migrations;
+  },
+};

@@ -1,0 +1,130 @@
+// Table types of the store (one schema for SQLite and PostgreSQL; JSON kept as text, times as ISO text).
+import type { Generated } from 'kysely';
+
+export interface OrganizationsTable {
+  id: string;
+  name: string;
+  created_at: string;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  org_id: string;
+  name: string;
+  key_hash: string;
+  prefix: string;
+  rate_limit_per_min: number | null;
+  request_count: Generated<number>;
+  last_used_at: string | null;
+  created_at: string;
+}
+
+export interface AgentsTable {
+  id: string;
+  org_id: string;
+  name: string;
+  description: string | null;
+  workflow_type: string;
+  /** JSON: section -> block id; the unversioned configuration (before the first commit). */
+  base_blocks: string;
+  /** JSON: metadata fields (avatarUrl, allowInboundCall, visibleToEveryone). */
+  meta: string;
+  default_branch_id: string;
+  live_branch_id: string;
+  versioned: number;
+  /** JSON {reason, setBy, setAt} while a configuration freeze is active. */
+  freeze: string | null;
+  archived: number;
+  archived_at: string | null;
+  created_by: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface BlocksTable {
+  id: string;
+  agent_id: string;
+  section: string;
+  content: string;
+  /** 'passed' once this exact content passed the security scan. */
+  scan_status: string | null;
+  created_at: string;
+}
+
+export interface BranchesTable {
+  id: string;
+  agent_id: string;
+  name: string;
+  is_default: number;
+  source_branch_id: string | null;
+  source_revision_id: string | null;
+  head_revision_id: string | null;
+  open_draft_id: string | null;
+  status: string;
+  revision_counter: number;
+  draft_counter: number;
+  lock_token: string | null;
+  lock_expires_at: string | null;
+  created_by: string;
+  updated_by: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface RevisionsTable {
+  id: string;
+  agent_id: string;
+  branch_id: string | null;
+  status: string;
+  revision_number: number | null;
+  version_number: number | null;
+  label: string | null;
+  description: string | null;
+  is_pinned: number;
+  published_by: string | null;
+  published_at: string | null;
+  restored_from_label: string | null;
+  restored_from_revision_id: string | null;
+  draft_id: string | null;
+  draft_name: string | null;
+  draft_revision: number | null;
+  /** draft_counter of the branch when this draft opened (the state before its first edit). */
+  draft_base_revision: number | null;
+  source_version_id: string | null;
+  source_draft_id: string | null;
+  blocks: string;
+  workflow_type: string;
+  parent_version: string | null;
+  activated_by: string | null;
+  activated_at: string | null;
+  security_check: string | null;
+  pending_publish: string | null;
+  prompt_score: string | null;
+  prompt_score_hash: string | null;
+  /** When it entered the branch history (publish, deferred publish or restore); orders the revision list. */
+  listed_at: string | null;
+  created_by: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface DraftEditsTable {
+  id: string;
+  draft_id: string;
+  draft_revision: number;
+  /** JSON: [{path, value}] leaf writes of this edit. */
+  changes: string;
+  changed_sections: string;
+  editor: string;
+  created_at: string;
+}
+
+export interface Database {
+  organizations: OrganizationsTable;
+  api_keys: ApiKeysTable;
+  agents: AgentsTable;
+  blocks: BlocksTable;
+  branches: BranchesTable;
+  revisions: RevisionsTable;
+  draft_edits: DraftEditsTable;
+}

@@ -1,0 +1,61 @@
+// Assembles one Parley process: store, services, HTTP routes; `stop()` drains requests and closes the store.
+import pino, { type Logger } from 'pino';
+import { openStore } from '../control-plane/store/db.js';
+import { KeyResolver, ensureBootstrapKey } from '../control-plane/auth/keys.js';
+import { RateLimiter } from '../control-plane/auth/rate-limit.js';
+import { ScanRunner } from '../control-plane/agents/scan-runner.js';
+import { PublishService } from '../control-plane/agents/publish.js';
+import { HttpServer } from '../transports/http/server.js';
+import { HttpMetrics } from '../transports/http/metrics.js';
+import { keyAuthenticator } from '../transports/http/auth.js';
+import { systemRoutes } from '../transports/routes/system.js';
+import { agentRoutes } from '../transports/routes/agents.js';
+import { versioningRoutes } from '../transports/routes/versioning.js';
+import { legacyV1Routes } from '../transports/routes/legacy-v1.js';
+import type { Settings } from './settings.js';
+
+export interface RunningApp {
+  port: number;
+  logger: Logger;
+  stop(): Promise<void>;
+}
+
+export async function startApp(settings: Settings, logger: Logger = pino({ level: settings.logLevel })): Promise<RunningApp> {
+  const store = await openStore({ dataDir: settings.dataDir, databaseUrl: settings.databaseUrl, pgSchema: settings.databaseSchema });
+  logger.info({ store: store.describe }, 'store open');
+  if (settings.bootstrapKey && (await ensureBootstrapKey(store.db, settings.bootstrapKey))) logger.info('bootstrap API key created');
+
+  const keys = new KeyResolver(store.db, settings.keyCacheMs);
+  const scanner = new ScanRunner({ hardTimeoutMs: settings.scanTimeoutMs });
+  const publish = new PublishService(store.db, scanner, settings.scanBudgetMs, logger);
+  const metrics = new HttpMetrics();
+  const server = new HttpServer({
+    logger,
+    metrics,
+    maxBodyBytes: settings.maxBodyBytes,
+    authenticate: keyAuthenticator(keys, new RateLimiter(), settings.rateLimitPerMinute),
+  });
+  const ctx = { db: store.db, publish, logger, settings };
+  systemRoutes(server, store, metrics);
+  agentRoutes(server, settings.atomsPrefix, ctx);
+  versioningRoutes(server, settings.atomsPrefix, ctx);
+  legacyV1Routes(server, settings.atomsPrefix, ctx);
+  server.finish();
+
+  const resumed = await publish.resumePendingScans();
+  if (resumed) logger.info({ resumed }, 'resumed deferred security scans');
+  const port = await server.listen(settings.host, settings.port);
+  logger.info({ port, host: settings.host, atoms: settings.atomsPrefix, waves: settings.wavesPrefix }, 'listening');
+
+  return {
+    port,
+    logger,
+    async stop() {
+      await server.drain(settings.shutdownTimeoutMs);
+      server.close();
+      await keys.close();
+      await scanner.close();
+      await store.close();
+    },
+  };
+}

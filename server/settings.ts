@@ -1,0 +1,61 @@
+// Server settings from the environment, each with an embedded default so `npm start` needs none.
+import path from 'node:path';
+
+export interface Settings {
+  host: string;
+  port: number;
+  dataDir: string;
+  databaseUrl?: string;
+  databaseSchema?: string;
+  atomsPrefix: string;
+  wavesPrefix: string;
+  maxBodyBytes: number;
+  rateLimitPerMinute: number;
+  bootstrapKey?: string;
+  keyCacheMs: number;
+  scanBudgetMs: number;
+  scanTimeoutMs: number;
+  v1SunsetDate?: Date;
+  shutdownTimeoutMs: number;
+  logLevel: string;
+}
+
+function int(env: NodeJS.ProcessEnv, name: string, dflt: number, min: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return dflt;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer >= ${min}`);
+  return n;
+}
+
+function prefix(raw: string | undefined, dflt: string): string {
+  const value = (raw ?? dflt).replace(/\/+$/, '');
+  if (!/^(\/[A-Za-z0-9._-]+)+$/.test(value)) throw new Error(`API prefix "${raw}" must look like /name/v1`);
+  return value;
+}
+
+export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
+  let sunset: Date | undefined;
+  if (env.PARLEY_V1_SUNSET) {
+    sunset = new Date(env.PARLEY_V1_SUNSET);
+    if (Number.isNaN(sunset.getTime())) throw new Error('PARLEY_V1_SUNSET must be a date such as 2027-06-30');
+  }
+  return {
+    host: env.HOST ?? '0.0.0.0',
+    port: int(env, 'PORT', 8080, 0),
+    dataDir: path.resolve(env.PARLEY_DATA_DIR ?? './data'),
+    databaseUrl: env.DATABASE_URL || undefined,
+    databaseSchema: env.DATABASE_SCHEMA || undefined,
+    atomsPrefix: prefix(env.PARLEY_ATOMS_PREFIX, '/atoms/v1'),
+    wavesPrefix: prefix(env.PARLEY_WAVES_PREFIX, '/waves/v1'),
+    maxBodyBytes: int(env, 'PARLEY_MAX_BODY_BYTES', 1024 * 1024, 1),
+    rateLimitPerMinute: int(env, 'PARLEY_RATE_LIMIT_PER_MINUTE', 600, 1),
+    bootstrapKey: env.PARLEY_BOOTSTRAP_KEY || undefined,
+    keyCacheMs: int(env, 'PARLEY_KEY_CACHE_MS', 5000, 0),
+    scanBudgetMs: int(env, 'PARLEY_SCAN_BUDGET_MS', 200, 0),
+    scanTimeoutMs: int(env, 'PARLEY_SCAN_TIMEOUT_MS', 30_000, 100),
+    v1SunsetDate: sunset,
+    shutdownTimeoutMs: int(env, 'PARLEY_SHUTDOWN_TIMEOUT_MS', 10_000, 0),
+    logLevel: env.LOG_LEVEL ?? 'info',
+  };
+}

@@ -1,0 +1,219 @@
+// uWebSockets.js HTTP server: routing, bounded body reading, abort handling, envelopes, metrics and graceful drain.
+import { STATUS_CODES } from 'node:http';
+import uWS from 'uWebSockets.js';
+import type { Logger } from 'pino';
+import { ApiError } from '../../control-plane/errors.js';
+import type { Handler, HttpRequest, HttpResponse, RouteOptions } from './types.js';
+import type { HttpMetrics } from './metrics.js';
+
+export interface HttpServerOptions {
+  logger: Logger;
+  metrics: HttpMetrics;
+  maxBodyBytes: number;
+  /** Sets `req.auth` for routes whose options ask for a key; throws ApiError to refuse. */
+  authenticate(req: HttpRequest): Promise<void>;
+}
+
+type Method = 'get' | 'post' | 'put' | 'patch' | 'del';
+/** How much of an oversize body is read and dropped before answering 413. */
+const DISCARD_BYTES = 1024 * 1024;
+const METHOD_NAMES: Record<string, Method> = { GET: 'get', POST: 'post', PUT: 'put', PATCH: 'patch', DELETE: 'del' };
+
+export class HttpServer {
+  readonly app: uWS.TemplatedApp = uWS.App();
+  private listenSocket: uWS.us_listen_socket | null = null;
+  private inFlight = 0;
+  private draining = false;
+  private drainWaiters: (() => void)[] = [];
+
+  constructor(private readonly opts: HttpServerOptions) {}
+
+  route(method: string, pattern: string, handler: Handler, options: RouteOptions): void {
+    const name = METHOD_NAMES[method];
+    if (!name) throw new Error(`unsupported method ${method}`);
+    const paramNames = [...pattern.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1] as string);
+    this.app[name](pattern, (res, req) => this.accept(res, req, method, pattern, paramNames, handler, options));
+  }
+
+  /** Installs the 404 fallback; call after every route is registered. */
+  finish(): void {
+    this.app.any('/*', (res, req) => {
+      const method = req.getMethod().toUpperCase();
+      this.accept(res, req, method, 'unmatched', [], () => {
+        throw new ApiError(404, 'Resource not found');
+      }, { auth: 'none', maxBodyBytes: 0 });
+    });
+  }
+
+  private accept(
+    res: uWS.HttpResponse,
+    req: uWS.HttpRequest,
+    method: string,
+    pattern: string,
+    paramNames: string[],
+    handler: Handler,
+    options: RouteOptions,
+  ): void {
+    const started = process.hrtime.bigint();
+    // uWS request data is only valid synchronously: copy everything now.
+    const headers: Record<string, string> = {};
+    req.forEach((k, v) => {
+      headers[k] = v;
+    });
+    const params: Record<string, string> = {};
+    paramNames.forEach((n, i) => {
+      params[n] = decodeURIComponent(req.getParameter(i) ?? '');
+    });
+    const path = req.getUrl();
+    const query = new URLSearchParams(req.getQuery() ?? '');
+    let aborted = false;
+    res.onAborted(() => {
+      aborted = true;
+    });
+    this.inFlight++;
+    let finished = false;
+
+    const send = (response: HttpResponse, closeConnection = false): void => {
+      if (finished) return;
+      finished = true;
+      this.inFlight--;
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      this.opts.metrics.observe(method, pattern, response.status, seconds);
+      this.opts.logger.info(
+        { method, route: pattern, status: response.status, ms: Math.round(seconds * 1000 * 10) / 10 },
+        'request',
+      );
+      if (!aborted) {
+        const { body, contentType } = encodeBody(response.body);
+        res.cork(() => {
+          res.writeStatus(`${response.status} ${STATUS_CODES[response.status] ?? ''}`);
+          if (contentType && !hasHeader(response.headers, 'content-type')) res.writeHeader('Content-Type', contentType);
+          for (const [k, v] of Object.entries(response.headers ?? {})) res.writeHeader(k, v);
+          res.end(body, closeConnection || this.draining);
+        });
+      }
+      // uWS flushes writes made outside its own callbacks at the end of the loop iteration: release drain waiters after that.
+      if (this.inFlight === 0 && this.draining) setImmediate(() => this.drainWaiters.splice(0).forEach((w) => w()));
+    };
+
+    const fail = (err: unknown): void => {
+      if (err instanceof ApiError) {
+        send({ status: err.status, body: err.body(), headers: err.options.headers }, err.status === 413);
+        return;
+      }
+      this.opts.logger.error({ err: describeError(err), route: pattern }, 'handler failed');
+      send({ status: 500, body: { status: false, errors: ['Internal server error'] } });
+    };
+
+    const run = async (body: Buffer): Promise<void> => {
+      const request: HttpRequest = {
+        method,
+        path,
+        route: pattern,
+        params,
+        query,
+        headers,
+        body,
+        json: () => parseJson(body),
+      };
+      try {
+        if (options.auth === 'key') await this.opts.authenticate(request);
+        const response = await handler(request);
+        response.headers = { ...request.auth?.rateHeaders, ...response.headers };
+        send(response);
+      } catch (err) {
+        if (err instanceof ApiError && request.auth?.rateHeaders) {
+          err.options.headers = { ...request.auth.rateHeaders, ...err.options.headers };
+        }
+        fail(err);
+      }
+    };
+
+    const limit = options.maxBodyBytes ?? this.opts.maxBodyBytes;
+    const declared = headers['content-length'];
+    const hasBody = (declared !== undefined && declared !== '0') || headers['transfer-encoding'] !== undefined;
+    if (!hasBody) {
+      void run(Buffer.alloc(0));
+      return;
+    }
+    // An oversize body is read to its end and discarded (up to a bound) before the 413, so clients still
+    // writing it get the answer instead of a broken pipe; past the bound the connection is closed.
+    const discardBound = limit + DISCARD_BYTES;
+    if (declared !== undefined && Number(declared) > discardBound) {
+      fail(new ApiError(413, `Request body exceeds ${limit} bytes`));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    res.onData((chunk, isLast) => {
+      if (finished) return;
+      size += chunk.byteLength;
+      if (size > limit) {
+        chunks.length = 0;
+        if (isLast || size > discardBound) fail(new ApiError(413, `Request body exceeds ${limit} bytes`));
+        return;
+      }
+      chunks.push(Buffer.from(chunk.slice(0)));
+      if (isLast) void run(Buffer.concat(chunks, size));
+    });
+  }
+
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.app.listen(host, port, (socket) => {
+        if (!socket) {
+          reject(new Error(`could not listen on ${host}:${port}`));
+          return;
+        }
+        this.listenSocket = socket;
+        resolve(uWS.us_socket_local_port(socket));
+      });
+    });
+  }
+
+  /** Stops accepting connections and resolves once in-flight requests have been answered (or the timeout passes). */
+  async drain(timeoutMs: number): Promise<void> {
+    this.draining = true;
+    if (this.listenSocket) {
+      uWS.us_listen_socket_close(this.listenSocket);
+      this.listenSocket = null;
+    }
+    if (this.inFlight === 0) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      this.drainWaiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  /** Closes remaining (keep-alive) connections; this uWS build has close() though its typings lack it. */
+  close(): void {
+    (this.app as unknown as { close?: () => void }).close?.();
+  }
+}
+
+function parseJson(body: Buffer): unknown {
+  if (body.length === 0) return {};
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new ApiError(400, 'Malformed JSON in request body');
+  }
+}
+
+function encodeBody(body: unknown): { body: string | Buffer; contentType?: string } {
+  if (body === undefined) return { body: '' };
+  if (Buffer.isBuffer(body)) return { body };
+  if (typeof body === 'string') return { body, contentType: 'text/plain; charset=utf-8' };
+  return { body: JSON.stringify(body), contentType: 'application/json' };
+}
+
+function hasHeader(headers: Record<string, string> | undefined, name: string): boolean {
+  return Object.keys(headers ?? {}).some((k) => k.toLowerCase() === name);
+}
+
+function describeError(err: unknown): { message: string; stack?: string } {
+  return err instanceof Error ? { message: err.message, stack: err.stack } : { message: String(err) };
+}

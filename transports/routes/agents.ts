@@ -1,0 +1,32 @@
+// Agent routes: CRUD, archive and configuration freeze under {atoms}/agent.
+import type { HttpServer } from '../http/server.js';
+import { ok } from '../http/types.js';
+import { clearFreeze, createAgent, deleteAgent, listAgents, readAgent, setArchived, setFreeze, updateAgent } from '../../control-plane/agents/agents.js';
+import { badRequest } from '../../control-plane/errors.js';
+import { actorOf, type RouteContext } from './context.js';
+
+export function agentRoutes(server: HttpServer, prefix: string, ctx: RouteContext): void {
+  const auth = { auth: 'key' as const };
+  const p = `${prefix}/agent`;
+  server.route('POST', p, async (req) => ok(await createAgent(ctx.db, actorOf(req), req.json()), 201), auth);
+  server.route('GET', p, async (req) => ok(await listAgents(ctx.db, actorOf(req), req.query)), auth);
+  server.route('GET', `${p}/:id`, async (req) => ok(await readAgent(ctx.db, actorOf(req), req.params.id as string)), auth);
+  server.route('PATCH', `${p}/:id`, async (req) => {
+    await updateAgent(ctx.db, actorOf(req), req.params.id as string, req.json());
+    return ok(req.params.id);
+  }, auth);
+  server.route('DELETE', `${p}/:id`, async (req) => {
+    await deleteAgent(ctx.db, actorOf(req), req.params.id as string);
+    return ok({ deleted: true });
+  }, auth);
+  server.route('DELETE', `${p}/:id/archive`, async (req) => {
+    const on = req.query.get('on') ?? req.query.get('true') ?? 'true';
+    if (on !== 'true' && on !== 'false') throw badRequest('on: must be true or false');
+    return ok({ message: await setArchived(ctx.db, actorOf(req), req.params.id as string, on === 'true') });
+  }, auth);
+  server.route('POST', `${p}/:id/config-freeze`, async (req) => ok(await setFreeze(ctx.db, actorOf(req), req.params.id as string, req.json())), auth);
+  server.route('DELETE', `${p}/:id/config-freeze`, async (req) => {
+    await clearFreeze(ctx.db, actorOf(req), req.params.id as string);
+    return ok({ active: false });
+  }, auth);
+}

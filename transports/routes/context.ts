@@ -1,0 +1,19 @@
+// What route handlers get: the store, services and settings; plus the actor of an authenticated request.
+import type { Logger } from 'pino';
+import type { Db } from '../../control-plane/store/db.js';
+import type { PublishService } from '../../control-plane/agents/publish.js';
+import type { Actor } from '../../control-plane/agents/agents.js';
+import type { HttpRequest } from '../http/types.js';
+import type { Settings } from '../../server/settings.js';
+
+export interface RouteContext {
+  db: Db;
+  publish: PublishService;
+  logger: Logger;
+  settings: Settings;
+}
+
+export function actorOf(req: HttpRequest): Actor {
+  if (!req.auth) throw new Error('route requires authentication');
+  return { orgId: req.auth.orgId, name: req.auth.keyName };
+}

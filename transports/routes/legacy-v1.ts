@@ -1,0 +1,44 @@
+// Legacy v1 drafts/versions: writes and list reads answer 409 versioning_v2_migration_required; by-id reads keep working.
+import type { HttpServer } from '../http/server.js';
+import { ok, type HttpRequest } from '../http/types.js';
+import { loadAgent } from '../../control-plane/agents/agents.js';
+import { v1Diff, v1GetDraft, v1GetVersion } from '../../control-plane/agents/revisions.js';
+import { ApiError } from '../../control-plane/errors.js';
+import { actorOf, type RouteContext } from './context.js';
+
+const RETIRED: [string, string][] = [
+  ['POST', '/drafts'],
+  ['GET', '/drafts'],
+  ['PATCH', '/drafts/:draftId'],
+  ['DELETE', '/drafts/:draftId'],
+  ['POST', '/drafts/:draftId/publish'],
+  ['PATCH', '/drafts/:draftId/config'],
+  ['GET', '/versions'],
+  ['PATCH', '/versions/:versionId'],
+  ['PATCH', '/versions/:versionId/activate'],
+];
+
+export function legacyV1Routes(server: HttpServer, prefix: string, ctx: RouteContext): void {
+  const auth = { auth: 'key' as const };
+  const a = `${prefix}/agent/:id`;
+  const headers = (): Record<string, string> => {
+    const h: Record<string, string> = { Deprecation: 'true' };
+    if (ctx.settings.v1SunsetDate) h.Sunset = ctx.settings.v1SunsetDate.toUTCString();
+    return h;
+  };
+  for (const [method, path] of RETIRED) {
+    server.route(method, `${a}${path}`, async (req: HttpRequest) => {
+      await loadAgent(ctx.db, actorOf(req), req.params.id as string);
+      throw new ApiError(409, 'Agent versioning moved to branches and revisions (v2); use the /branches routes instead', {
+        errorType: 'versioning_v2_migration_required',
+        headers: headers(),
+      });
+    }, auth);
+  }
+  const id = (req: HttpRequest) => req.params.id as string;
+  server.route('GET', `${a}/versions/diff`, async (req) => ok(await v1Diff(ctx.db, actorOf(req), id(req), req.query.get('versionA'), req.query.get('versionB')), 200, headers()), auth);
+  server.route('GET', `${a}/versions/:versionId`, async (req) => ok(await v1GetVersion(ctx.db, actorOf(req), id(req), req.params.versionId as string), 200, headers()), auth);
+  server.route('GET', `${a}/drafts/:draftId`, async (req) => ok(await v1GetDraft(ctx.db, actorOf(req), id(req), req.params.draftId as string), 200, headers()), auth);
+  server.route('GET', `${a}/drafts/:draftId/diff`, async (req) =>
+    ok(await v1Diff(ctx.db, actorOf(req), id(req), req.query.get('compareTo'), req.params.draftId as string), 200, headers()), auth);
+}

@@ -1,0 +1,16 @@
+// Unauthenticated operational routes: health and Prometheus metrics.
+import type { HttpServer } from '../http/server.js';
+import type { HttpMetrics } from '../http/metrics.js';
+import type { Store } from '../../control-plane/store/db.js';
+import { sql } from 'kysely';
+
+export function systemRoutes(server: HttpServer, store: Store, metrics: HttpMetrics): void {
+  server.route('GET', '/health', async () => {
+    await sql`select 1`.execute(store.db);
+    return { status: 200, body: { status: 'ok', store: store.dialect, uptimeSec: Math.round(process.uptime()) } };
+  }, { auth: 'none' });
+  server.route('GET', '/metrics', async () => {
+    const { contentType, body } = await metrics.render();
+    return { status: 200, body, headers: { 'Content-Type': contentType } };
+  }, { auth: 'none' });
+}
