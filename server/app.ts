@@ -27,6 +27,9 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
 
   const keys = new KeyResolver(store.db, settings.keyCacheMs);
   const scanner = new ScanRunner({ hardTimeoutMs: settings.scanTimeoutMs });
+  // Start the scan worker now, so the first publish is not charged the worker's start-up against its scan budget.
+  const warm = await scanner.scan({});
+  if (!warm.ok) throw new Error(`security scanner failed to start: ${warm.error}`);
   const publish = new PublishService(store.db, scanner, settings.scanBudgetMs, logger);
   const metrics = new HttpMetrics();
   const server = new HttpServer({

@@ -147,17 +147,33 @@ export function agentSummary(agent: AgentRow, config: AgentConfig): Record<strin
   };
 }
 
-/** `GET /agent/{id}`: metadata, the served configuration, `_resolvedConfig` and `phoneNumber`. */
-export async function readAgent(db: Db, actor: Actor, agentId: string): Promise<Record<string, unknown>> {
+/**
+ * `GET /agent/{id}`: metadata, the served configuration, `_resolvedConfig` and `phoneNumber`.
+ * `?draftId=` or `?versionId=` resolves that draft or revision instead, and says so in `_configSource`.
+ */
+export async function readAgent(db: Db, actor: Actor, agentId: string, query?: URLSearchParams): Promise<Record<string, unknown>> {
   const agent = await loadAgent(db, actor, agentId);
-  const { refs, revisionId } = await liveRefs(db, agent);
+  const live = await liveRefs(db, agent);
+  const draftId = query?.get('draftId');
+  const versionId = query?.get('versionId');
+  if (draftId && versionId) throw badRequest('Give draftId or versionId, not both');
+  let refs = live.refs;
+  let source: 'draft' | 'version' | null = null;
+  if (draftId || versionId) {
+    const row = await db.selectFrom('revisions').select(['blocks', 'status', 'listed_at', 'agent_id']).where('id', '=', (draftId ?? versionId) as string).executeTakeFirst();
+    const isOpenDraft = row?.status === 'draft' && row.listed_at === null;
+    if (!row || row.agent_id !== agent.id || (draftId ? !isOpenDraft : isOpenDraft)) throw notFound(draftId ? 'Draft not found' : 'Version not found');
+    refs = JSON.parse(row.blocks) as BlockRefs;
+    source = draftId ? 'draft' : 'version';
+  }
   const config = await loadConfig(db, refs);
   return {
     ...agentSummary(agent, config),
-    activeVersionId: revisionId,
-    versionId: revisionId,
+    activeVersionId: live.revisionId,
+    versionId: live.revisionId,
     phoneNumber: [],
     _resolvedConfig: resolvedConfig(config),
+    ...(source ? { _configSource: source } : {}),
   };
 }
 

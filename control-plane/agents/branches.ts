@@ -151,6 +151,7 @@ export async function makeLive(db: Db, actor: Actor, agentId: string, branchId: 
     const branch = await loadBranch(tx, agent, branchId);
     assertWritable(branch);
     if (!branch.head_revision_id) throw conflict('no_committed_revision', 'The branch has no committed revision to serve');
+    if (await scanningRevision(tx, branchId)) throw forbidden('The branch has a revision whose security scan has not passed; it cannot be made live until it commits');
     const head = await tx.selectFrom('revisions').select(['status', 'security_check']).where('id', '=', branch.head_revision_id).executeTakeFirstOrThrow();
     if (head.status !== 'published' || parseJson<SecurityCheck>(head.security_check)?.status !== 'passed') {
       throw forbidden('The branch head has not passed the security scan');

@@ -128,7 +128,7 @@ export async function putDraft(db: Db, actor: Actor, agentId: string, branchId: 
     return id;
   });
   const row = await db.selectFrom('revisions').selectAll().where('id', '=', draftId).executeTakeFirstOrThrow();
-  return draftDto(row, await liveHeadId(db, agent));
+  return revisionDto(row, { liveHeadId: await liveHeadId(db, agent) });
 }
 
 /** 409 DraftConflictError when edits after `expected` changed a field this write also changes, to another value. */
@@ -147,9 +147,6 @@ async function assertNoConflict(tx: Tx, draftId: string, expected: number, lates
   }
 }
 
-function draftDto(row: RevisionRow, liveHead: string | null): Record<string, unknown> {
-  return revisionDto(row, { liveHeadId: liveHead, currentPromptHash: (JSON.parse(row.blocks) as BlockRefs).workflow_prompt });
-}
 
 export async function openDraft(q: Db | Tx, branch: BranchRow): Promise<RevisionRow> {
   if (!branch.open_draft_id) throw notFound('This branch has no open draft');
@@ -159,7 +156,7 @@ export async function openDraft(q: Db | Tx, branch: BranchRow): Promise<Revision
 export async function draftDetail(q: Db | Tx, agent: AgentRow, draft: RevisionRow): Promise<Record<string, unknown>> {
   const edits = await q.selectFrom('draft_edits').selectAll().where('draft_id', '=', draft.id).orderBy('draft_revision', 'desc').execute();
   return {
-    latest: draftDto(draft, await liveHeadId(q, agent)),
+    latest: revisionDto(draft, { liveHeadId: await liveHeadId(q, agent) }),
     editCount: edits.length,
     editHistory: edits.map((e) => ({ revision: e.draft_revision, changedSections: JSON.parse(e.changed_sections) as string[], editorName: e.editor, editedAt: e.created_at })),
   };

@@ -60,7 +60,7 @@ const RULES: Rule[] = [
     title: 'Escalation and handoff',
     description: 'Says when to transfer to a human or end the call.',
     patterns: [/\b(?:transfer|escalate|hand (?:off|over)|human agent|supervisor)\b[^.\n]{0,120}/i, /\b(?:end the call|hang up|say goodbye)\b[^.\n]{0,120}/i],
-    applicable: (input, text) => (input.toolNames ?? []).some((t) => /transfer|end/i.test(t)) || /\b(?:transfer|escalat|end the call)/i.test(text),
+    applicable: (input, text) => (input.toolNames ?? []).some((t) => /transfer|escalat|handoff|hang_?up|(?:^|_)end_?call/i.test(t)) || /\b(?:transfer|escalat|end the call)/i.test(text),
   },
   {
     tier: 2,
@@ -69,8 +69,8 @@ const RULES: Rule[] = [
     patterns: [],
     applicable: (input) => (input.toolNames ?? []).length > 0,
   },
-  { tier: 3, title: 'Variables', description: 'Uses call variables as {{placeholders}} for personalisation.', patterns: [/\{\{\s*[A-Za-z_][A-Za-z0-9_]*\s*\}\}/] },
-  { tier: 3, title: 'Examples', description: 'Shows example exchanges or phrasings.', patterns: [/\b(?:for example|e\.g\.|example:|such as)\b[^\n]{0,160}/i, /^\s*(?:user|caller|agent|assistant)\s*:[^\n]{0,160}/im] },
+  { tier: 3, title: 'Variables', description: 'Uses call variables as {{placeholders}} for personalisation.', patterns: [/\{\{\s*[A-Za-z_][A-Za-z0-9_]*\s*\}\}/, /\{\{\s*[A-Za-z_][A-Za-z0-9_]*\s*\}\}[\s\S]*?(\{\{\s*[A-Za-z_][A-Za-z0-9_]*\s*\}\})/] },
+  { tier: 3, title: 'Examples', description: 'Shows example exchanges or phrasings.', patterns: [/(?:\bfor example\b|\be\.g\.|\bexample:|\bsuch as\b)[^\n]{0,160}/i, /^\s*(?:user|caller|agent|assistant)\s*:[^\n]{0,160}/im] },
   { tier: 3, title: 'Length and efficiency', description: 'Keeps the prompt lean enough for fast first responses.', patterns: [] },
 ];
 

@@ -8,7 +8,7 @@ import type { BlockRefs } from './config.js';
 import { loadAgentForWrite, type Actor, type AgentRow } from './agents.js';
 import { assertWritable, liveHeadId, loadBranch, scanningRevision } from './branches.js';
 import { openDraft } from './drafts.js';
-import { loadConfig, loadSections, markBlocksPassed, parseJson, revisionDto, unscannedSections, type PendingPublish, type RevisionRow, type SecurityCheck } from './records.js';
+import { loadConfig, loadSections, markBlocksPassed, parseJson, promptScoreKey, revisionDto, unscannedSections, type PendingPublish, type RevisionRow, type SecurityCheck } from './records.js';
 import { scorePrompt } from './prompt-score.js';
 import { summarizeFindings } from './security-scan.js';
 import type { ScanOutcome, ScanRunner } from './scan-runner.js';
@@ -39,6 +39,7 @@ export class PublishService {
     return this.withLock(branchId, async () => {
       const fresh = await loadBranch(this.db, agent, branchId);
       if (fresh.open_draft_id !== draft.id) throw notFound('This branch has no open draft');
+      await this.assertNotBlocked(branchId);
       const pending: PendingPublish = { state: 'active', startedBy: actor.name, startedAt: nowIso() };
       const check: SecurityCheck = { status: 'pending', reason: null, triggeredAt: nowIso(), completedAt: null };
       await this.db
@@ -74,8 +75,10 @@ export class PublishService {
    */
   private async scanAndSettle(agent: AgentRow, branchId: string, revisionId: string, actorName: string, fromDraft: boolean): Promise<PublishResult> {
     const row = await this.db.selectFrom('revisions').selectAll().where('id', '=', revisionId).executeTakeFirstOrThrow();
-    const verdictPromise = this.verdict(row);
-    const inBudget = this.budgetMs > 0 ? await raceBudget(verdictPromise, this.budgetMs) : null;
+    const todo = await unscannedSections(this.db, JSON.parse(row.blocks) as BlockRefs);
+    // Content whose every block passed a scan before needs no fresh scan: it commits at once, whatever the budget.
+    const verdictPromise = todo.length === 0 ? Promise.resolve<Verdict>({ kind: 'passed' }) : this.verdict(row);
+    const inBudget = todo.length === 0 ? await verdictPromise : this.budgetMs > 0 ? await raceBudget(verdictPromise, this.budgetMs) : null;
     if (inBudget?.kind === 'passed') {
       const committed = await this.commit(agent, branchId, revisionId, actorName);
       if (committed) return { status: 200, data: { state: 'committed', revision: committed } };
@@ -145,7 +148,7 @@ export class PublishService {
           pending_publish: null,
           security_check: JSON.stringify({ status: 'passed', reason: null, triggeredAt: check?.triggeredAt ?? now, completedAt: now } satisfies SecurityCheck),
           prompt_score: JSON.stringify(score),
-          prompt_score_hash: refs.workflow_prompt,
+          prompt_score_hash: promptScoreKey(refs),
           listed_at: row.listed_at ?? now,
           updated_at: now,
         })

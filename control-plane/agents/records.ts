@@ -63,11 +63,14 @@ export interface PendingPublish {
   startedAt: string;
 }
 
+/** What the prompt score depends on (prompt texts and tools): a draft whose key differs from its score's is stale. */
+export const promptScoreKey = (refs: BlockRefs): string => `${refs.workflow_prompt}:${refs.workflow_tools}`;
+
 /** Wire Revision record. `liveHeadId` is the head of the agent's live branch (for isActive). */
-export function revisionDto(row: RevisionRow, opts: { liveHeadId?: string | null; currentPromptHash?: string | null } = {}): Record<string, unknown> {
+export function revisionDto(row: RevisionRow, opts: { liveHeadId?: string | null } = {}): Record<string, unknown> {
   const promptScore = parseJson<Record<string, unknown>>(row.prompt_score);
-  const stale =
-    row.status === 'draft' && promptScore !== null && opts.currentPromptHash !== undefined && opts.currentPromptHash !== row.prompt_score_hash;
+  const blocks = JSON.parse(row.blocks) as BlockRefs;
+  const stale = row.status === 'draft' && promptScore !== null && promptScoreKey(blocks) !== row.prompt_score_hash;
   return {
     _id: row.id,
     agent: row.agent_id,
@@ -88,7 +91,7 @@ export function revisionDto(row: RevisionRow, opts: { liveHeadId?: string | null
     draftRevision: row.draft_revision,
     sourceVersionId: row.source_version_id,
     sourceDraftId: row.source_draft_id,
-    blocks: JSON.parse(row.blocks) as BlockRefs,
+    blocks,
     workflowType: row.workflow_type,
     parentVersion: row.parent_version,
     isActive: opts.liveHeadId != null && opts.liveHeadId === row.id,

@@ -18,7 +18,8 @@ export class ScanRunner {
 
   private ensureWorker(): Worker {
     if (this.worker) return this.worker;
-    const worker = new Worker(new URL('./scan-worker.ts', import.meta.url));
+    // Worker threads do not inherit the tsx loader of the main thread: the entry registers it.
+    const worker = new Worker(new URL('./scan-worker-entry.mjs', import.meta.url));
     worker.unref();
     worker.on('message', (msg: { id: number; findings?: ScanFinding[]; error?: string }) => {
       const entry = this.pending.get(msg.id);

@@ -29,7 +29,8 @@ const JWT = /\beyJ[A-Za-z0-9_-]{8,1000}\.[A-Za-z0-9_-]{8,2000}\.[A-Za-z0-9_-]{8,
 const PEM = /-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----/g;
 const CARD = /(?<![\d+])(?:\d[ -]?){12,18}\d(?!\d)/g;
 const SSN = /\b(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}\b/g;
-const AADHAAR = /(?<![\d+])[2-9]\d{3}[ ]?\d{4}[ ]?\d{4}(?!\d)/g;
+/** 12 digits, optionally grouped 4-4-4, not part of a longer (space-grouped) number such as a card. */
+const AADHAAR = /(?<![\d+]|\d )[2-9]\d{3} ?\d{4} ?\d{4}(?!\d| \d)/g;
 const PAN = /\b[A-Z]{3}[ABCFGHLJPT][A-Z]\d{4}[A-Z]\b/g;
 const NINO = /\b(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b/g;
 const INJECTION: RegExp[] = [

@@ -57,8 +57,8 @@ async function openPostgres(url: string, schema?: string): Promise<Store> {
       await admin.end();
     }
   }
-  const pool = new pg.Pool({ connectionString: url, max: 10 });
-  if (schema) pool.on('connect', (client) => void client.query(`SET search_path TO ${schema}`));
+  // The schema is set as a connection start-up option, so no query can run before it applies.
+  const pool = new pg.Pool({ connectionString: url, max: 10, ...(schema ? { options: `-c search_path=${schema}` } : {}) });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   await migrate(db);
   const safe = new URL(url);

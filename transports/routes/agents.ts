@@ -10,7 +10,7 @@ export function agentRoutes(server: HttpServer, prefix: string, ctx: RouteContex
   const p = `${prefix}/agent`;
   server.route('POST', p, async (req) => ok(await createAgent(ctx.db, actorOf(req), req.json()), 201), auth);
   server.route('GET', p, async (req) => ok(await listAgents(ctx.db, actorOf(req), req.query)), auth);
-  server.route('GET', `${p}/:id`, async (req) => ok(await readAgent(ctx.db, actorOf(req), req.params.id as string)), auth);
+  server.route('GET', `${p}/:id`, async (req) => ok(await readAgent(ctx.db, actorOf(req), req.params.id as string, req.query)), auth);
   server.route('PATCH', `${p}/:id`, async (req) => {
     await updateAgent(ctx.db, actorOf(req), req.params.id as string, req.json());
     return ok(req.params.id);

@@ -1,0 +1,195 @@
+// Benchmark: latency of publishing an agent draft over real HTTP, SQLite and PostgreSQL side by side (npm run bench:publish).
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { ROOT, TestServer, freshStore, type Dialect, type StoreEnv } from '../test/support/server.js';
+
+const A = '/atoms/v1';
+const CASES = ['publish (fresh scan)', 'publish (no fresh scan)'] as const;
+type Case = (typeof CASES)[number];
+interface Row { dialect: Dialect; case: Case; n: number; p50Ms: number; p95Ms: number; meanMs: number; minMs: number; maxMs: number; sync200: number; async202: number }
+
+function intEnv(name: string, dflt: number, min: number): number {
+  const raw = process.env[name];
+  const n = raw === undefined || raw === '' ? dflt : Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer >= ${min}`);
+  return n;
+}
+const ITERATIONS = intEnv('BENCH_ITERATIONS', 200, 1);
+const WARMUP = intEnv('BENCH_WARMUP', 10, 0);
+const DIALECTS = (process.env.BENCH_DIALECTS ?? 'sqlite,postgres').split(',').map((d) => d.trim()).filter(Boolean);
+for (const d of DIALECTS) if (d !== 'sqlite' && d !== 'postgres') throw new Error(`BENCH_DIALECTS: unknown dialect "${d}"`);
+/**
+ * On Node 20, tsx registers its hooks on the main thread only, so the server's scan worker (scan-worker.ts) cannot
+ * load and every fresh scan errors. BENCH_TSX_WORKER_HOOKS=1 preloads tsx in worker threads too (server code unchanged).
+ */
+const WORKER_HOOKS = process.env.BENCH_TSX_WORKER_HOOKS === '1';
+const workerShim = `data:text/javascript,import{isMainThread}from"node:worker_threads";if(!isMainThread){const{register}=await import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))});register();}`;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/**
+ * Spawns server/main.ts like test/support/server.ts does, but on a chosen port: at LOG_LEVEL=warn the server
+ * never logs its 'listening' line (info), which is what startServer() waits for, so readiness is polled on /health.
+ */
+async function launch(store: StoreEnv): Promise<TestServer> {
+  const key = `sk_bench_${randomBytes(16).toString('hex')}`;
+  const port = await freePort();
+  const env = {
+    ...process.env, ...store.env, HOST: '127.0.0.1', PORT: String(port), PARLEY_BOOTSTRAP_KEY: key,
+    PARLEY_RATE_LIMIT_PER_MINUTE: '1000000', LOG_LEVEL: 'warn',
+  } as Record<string, string>;
+  const args = ['--import', 'tsx', ...(WORKER_HOOKS ? ['--import', workerShim] : []), 'server/main.ts'];
+  const proc = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const server = new TestServer(proc, key, store, env);
+  server.port = port;
+  const collect = (c: Buffer) => server.logs.push(...c.toString('utf8').split('\n').filter(Boolean));
+  proc.stdout?.on('data', collect);
+  proc.stderr?.on('data', collect);
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (server.exitCode !== null || proc.exitCode !== null) throw new Error(`server exited before listening:\n${server.logs.join('\n')}`);
+    if (Date.now() > deadline) throw new Error(`server did not start in time:\n${server.logs.join('\n')}`);
+    try {
+      if ((await server.request('GET', '/health', { key: null })).status === 200) return server;
+    } catch {
+      /* not listening yet */
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function call(server: TestServer, method: string, p: string, expected: number[], body?: unknown) {
+  const res = await server.request(method, p, body === undefined ? {} : { body });
+  if (!expected.includes(res.status)) throw new Error(`${method} ${p} -> ${res.status}: ${res.text}`);
+  return res;
+}
+
+/** After a 202, waits until the deferred scan has committed (the next publish would otherwise get 409). */
+async function waitSettled(server: TestServer, agentId: string, branchId: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    const res = await call(server, 'GET', `${A}/agent/${agentId}/branches/${branchId}/revisions?limit=5`, [200]);
+    const revs = res.body.data.revisions as { _id: string; status: string; securityCheck: { status: string; reason: string | null } | null }[];
+    const scanning = revs.find((r) => r.status === 'draft');
+    if (!scanning) return;
+    const reason = scanning.securityCheck?.reason ?? '';
+    const hint = /Unknown file extension/.test(reason) && !WORKER_HOOKS ? ' (the scan worker could not load under tsx; see BENCH_TSX_WORKER_HOOKS)' : '';
+    if (scanning.securityCheck?.status === 'failed') throw new Error(`scan of ${scanning._id} failed: ${reason}${hint}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('deferred scan did not settle within 30 s');
+}
+
+function stats(dialect: Dialect, c: Case, ms: number[], sync200: number, async202: number): Row {
+  const s = [...ms].sort((a, b) => a - b);
+  const pick = (q: number) => s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))] ?? NaN;
+  const r3 = (x: number) => Math.round(x * 1000) / 1000;
+  const mean = s.reduce((a, b) => a + b, 0) / s.length;
+  return { dialect, case: c, n: s.length, p50Ms: r3(pick(0.5)), p95Ms: r3(pick(0.95)), meanMs: r3(mean), minMs: r3(s[0] ?? NaN), maxMs: r3(s[s.length - 1] ?? NaN), sync200, async202 };
+}
+
+async function benchDialect(dialect: Dialect): Promise<{ rows: Row[]; serverLogs: string[] }> {
+  const store = freshStore(dialect);
+  let server: TestServer | null = null;
+  try {
+    server = await launch(store);
+    const s = server;
+    const agentId = (await call(s, 'POST', `${A}/agent`, [201], { name: `Bench agent (${dialect})` })).body.data as string;
+    const branches = (await call(s, 'GET', `${A}/agent/${agentId}/branches`, [200])).body.data.branches as { branch: { _id: string; isDefault: boolean } }[];
+    const branchId = branches.find((b) => b.branch.isDefault)?.branch._id;
+    if (!branchId) throw new Error('agent has no default (Main) branch');
+    const b = `${A}/agent/${agentId}/branches/${branchId}`;
+
+    /** PUTs the draft, then times only the publish request. */
+    const publishOnce = async (draft: Record<string, string>, label: string): Promise<{ ms: number; status: number }> => {
+      await call(s, 'PUT', `${b}/draft`, [200], draft);
+      const body = JSON.stringify({ label });
+      const headers = { authorization: `Bearer ${s.key}`, 'content-type': 'application/json' };
+      const t0 = performance.now();
+      const res = await fetch(`${s.base}${b}/draft/publish`, { method: 'POST', headers, body });
+      const text = await res.text();
+      const ms = performance.now() - t0;
+      if (res.status !== 200 && res.status !== 202) throw new Error(`publish -> ${res.status}: ${text}`);
+      const state = (JSON.parse(text) as { data?: { state?: string } }).data?.state;
+      if (state !== (res.status === 200 ? 'committed' : 'scanning')) throw new Error(`publish ${res.status} with state ${state}: ${text}`);
+      if (res.status === 202) await waitSettled(s, agentId, branchId);
+      return { ms, status: res.status };
+    };
+
+    const run = async (c: Case, content: (i: number) => Record<string, string>): Promise<Row> => {
+      const ms: number[] = [];
+      let sync200 = 0;
+      let async202 = 0;
+      for (let i = 0; i < WARMUP + ITERATIONS; i++) {
+        const r = await publishOnce(content(i), `${c} #${i}`);
+        if (i < WARMUP) continue;
+        ms.push(r.ms);
+        if (r.status === 200) sync200++;
+        else async202++;
+      }
+      return stats(dialect, c, ms, sync200, async202);
+    };
+
+    let serial = 0;
+    const fresh = () => {
+      serial++;
+      return { prompt: `You are a helpful agent. Iteration ${serial} (${dialect}). Answer politely and concisely.`, firstMessage: `Hi ${serial}` };
+    };
+    const rows = [await run('publish (fresh scan)', fresh)];
+    // Two contents published once (each fully scanned); alternating them later needs no fresh scan.
+    const pair = [fresh(), fresh()];
+    for (const [i, p] of pair.entries()) await publishOnce(p, `seed ${i}`);
+    rows.push(await run('publish (no fresh scan)', (i) => pair[i % 2] as Record<string, string>));
+    const serverLogs = [...s.logs];
+    return { rows, serverLogs };
+  } finally {
+    if (server) await server.stop();
+    await store.cleanup();
+  }
+}
+
+const rows: Row[] = [];
+const serverLogs: Record<string, string[]> = {};
+for (const d of DIALECTS as Dialect[]) {
+  process.stderr.write(`${d}: ${WARMUP} warm-up + ${ITERATIONS} timed publishes per case...\n`);
+  const out = await benchDialect(d);
+  rows.push(...out.rows);
+  if (out.serverLogs.length) serverLogs[d] = out.serverLogs;
+}
+
+const ratios = CASES.map((c) => {
+  const sq = rows.find((r) => r.dialect === 'sqlite' && r.case === c);
+  const pgRow = rows.find((r) => r.dialect === 'postgres' && r.case === c);
+  return { case: c, p50PostgresOverSqlite: sq && pgRow && sq.p50Ms > 0 ? Math.round((pgRow.p50Ms / sq.p50Ms) * 100) / 100 : null };
+});
+
+const header = ['dialect', 'case', 'n', 'p50 ms', 'p95 ms', 'mean ms', 'sync 200', 'async 202'];
+const table = rows.map((r) => [r.dialect, r.case, String(r.n), r.p50Ms.toFixed(2), r.p95Ms.toFixed(2), r.meanMs.toFixed(2), String(r.sync200), String(r.async202)]);
+const widths = header.map((h, i) => Math.max(h.length, ...table.map((t) => (t[i] ?? '').length)));
+const line = (cells: string[]) => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
+console.log(`\nPublish latency over HTTP (node ${process.version}, ${ITERATIONS} iterations, ${WARMUP} warm-up${WORKER_HOOKS ? ', tsx worker hooks' : ''})\n`);
+console.log(line(header));
+console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+for (const t of table) console.log(line(t));
+console.log('');
+for (const r of ratios) console.log(`p50 postgres/sqlite, ${r.case}: ${r.p50PostgresOverSqlite === null ? 'n/a' : `${r.p50PostgresOverSqlite.toFixed(2)}x`}`);
+for (const [d, logs] of Object.entries(serverLogs)) console.log(`\n${d} server logged ${logs.length} line(s) at warn or above; first: ${logs[0]}`);
+
+const outDir = path.join(ROOT, 'bench', 'results');
+mkdirSync(outDir, { recursive: true });
+const outFile = path.join(outDir, 'publish-latency.json');
+const result = { benchmark: 'publish-latency', node: process.version, tsxWorkerHooks: WORKER_HOOKS, platform: `${process.platform}-${process.arch}`, timestamp: new Date().toISOString(), iterations: ITERATIONS, warmup: WARMUP, dialects: DIALECTS, rows, ratios, serverLogs };
+writeFileSync(outFile, `${JSON.stringify(result, null, 2)}\n`);
+console.log(`\nwrote ${path.relative(process.cwd(), outFile)}`);
