@@ -22,12 +22,6 @@ const ITERATIONS = intEnv('BENCH_ITERATIONS', 200, 1);
 const WARMUP = intEnv('BENCH_WARMUP', 10, 0);
 const DIALECTS = (process.env.BENCH_DIALECTS ?? 'sqlite,postgres').split(',').map((d) => d.trim()).filter(Boolean);
 for (const d of DIALECTS) if (d !== 'sqlite' && d !== 'postgres') throw new Error(`BENCH_DIALECTS: unknown dialect "${d}"`);
-/**
- * On Node 20, tsx registers its hooks on the main thread only, so the server's scan worker (scan-worker.ts) cannot
- * load and every fresh scan errors. BENCH_TSX_WORKER_HOOKS=1 preloads tsx in worker threads too (server code unchanged).
- */
-const WORKER_HOOKS = process.env.BENCH_TSX_WORKER_HOOKS === '1';
-const workerShim = `data:text/javascript,import{isMainThread}from"node:worker_threads";if(!isMainThread){const{register}=await import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))});register();}`;
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -51,8 +45,7 @@ async function launch(store: StoreEnv): Promise<TestServer> {
     ...process.env, ...store.env, HOST: '127.0.0.1', PORT: String(port), PARLEY_BOOTSTRAP_KEY: key,
     PARLEY_RATE_LIMIT_PER_MINUTE: '1000000', LOG_LEVEL: 'warn',
   } as Record<string, string>;
-  const args = ['--import', 'tsx', ...(WORKER_HOOKS ? ['--import', workerShim] : []), 'server/main.ts'];
-  const proc = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const server = new TestServer(proc, key, store, env);
   server.port = port;
   const collect = (c: Buffer) => server.logs.push(...c.toString('utf8').split('\n').filter(Boolean));
@@ -84,9 +77,7 @@ async function waitSettled(server: TestServer, agentId: string, branchId: string
     const revs = res.body.data.revisions as { _id: string; status: string; securityCheck: { status: string; reason: string | null } | null }[];
     const scanning = revs.find((r) => r.status === 'draft');
     if (!scanning) return;
-    const reason = scanning.securityCheck?.reason ?? '';
-    const hint = /Unknown file extension/.test(reason) && !WORKER_HOOKS ? ' (the scan worker could not load under tsx; see BENCH_TSX_WORKER_HOOKS)' : '';
-    if (scanning.securityCheck?.status === 'failed') throw new Error(`scan of ${scanning._id} failed: ${reason}${hint}`);
+    if (scanning.securityCheck?.status === 'failed') throw new Error(`scan of ${scanning._id} failed: ${scanning.securityCheck.reason}`);
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error('deferred scan did not settle within 30 s');
@@ -154,6 +145,9 @@ async function benchDialect(dialect: Dialect): Promise<{ rows: Row[]; serverLogs
     rows.push(await run('publish (no fresh scan)', (i) => pair[i % 2] as Record<string, string>));
     const serverLogs = [...s.logs];
     return { rows, serverLogs };
+  } catch (err) {
+    const tail = server ? `\nserver exit code ${server.exitCode}; last log lines:\n${server.logs.slice(-20).join('\n')}` : '';
+    throw new Error(`${dialect}: ${err instanceof Error ? err.message : String(err)}${tail}`);
   } finally {
     if (server) await server.stop();
     await store.cleanup();
@@ -179,7 +173,7 @@ const header = ['dialect', 'case', 'n', 'p50 ms', 'p95 ms', 'mean ms', 'sync 200
 const table = rows.map((r) => [r.dialect, r.case, String(r.n), r.p50Ms.toFixed(2), r.p95Ms.toFixed(2), r.meanMs.toFixed(2), String(r.sync200), String(r.async202)]);
 const widths = header.map((h, i) => Math.max(h.length, ...table.map((t) => (t[i] ?? '').length)));
 const line = (cells: string[]) => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
-console.log(`\nPublish latency over HTTP (node ${process.version}, ${ITERATIONS} iterations, ${WARMUP} warm-up${WORKER_HOOKS ? ', tsx worker hooks' : ''})\n`);
+console.log(`\nPublish latency over HTTP (node ${process.version}, ${ITERATIONS} iterations, ${WARMUP} warm-up)\n`);
 console.log(line(header));
 console.log(widths.map((w) => '-'.repeat(w)).join('  '));
 for (const t of table) console.log(line(t));
@@ -190,6 +184,6 @@ for (const [d, logs] of Object.entries(serverLogs)) console.log(`\n${d} server l
 const outDir = path.join(ROOT, 'bench', 'results');
 mkdirSync(outDir, { recursive: true });
 const outFile = path.join(outDir, 'publish-latency.json');
-const result = { benchmark: 'publish-latency', node: process.version, tsxWorkerHooks: WORKER_HOOKS, platform: `${process.platform}-${process.arch}`, timestamp: new Date().toISOString(), iterations: ITERATIONS, warmup: WARMUP, dialects: DIALECTS, rows, ratios, serverLogs };
+const result = { benchmark: 'publish-latency', node: process.version, platform: `${process.platform}-${process.arch}`, timestamp: new Date().toISOString(), iterations: ITERATIONS, warmup: WARMUP, dialects: DIALECTS, rows, ratios, serverLogs };
 writeFileSync(outFile, `${JSON.stringify(result, null, 2)}\n`);
 console.log(`\nwrote ${path.relative(process.cwd(), outFile)}`);

@@ -4,13 +4,13 @@ import type { Logger } from 'pino';
 import type { Db, Tx } from '../store/db.js';
 import { newId, nowIso } from '../store/ids.js';
 import { badRequest, conflict, forbidden, notFound } from '../errors.js';
-import type { BlockRefs } from './config.js';
+import type { BlockRefs, Section } from './config.js';
 import { loadAgentForWrite, type Actor, type AgentRow } from './agents.js';
 import { assertWritable, liveHeadId, loadBranch, scanningRevision } from './branches.js';
 import { openDraft } from './drafts.js';
 import { loadConfig, loadSections, markBlocksPassed, parseJson, promptScoreKey, revisionDto, unscannedSections, type PendingPublish, type RevisionRow, type SecurityCheck } from './records.js';
 import { scorePrompt } from './prompt-score.js';
-import { summarizeFindings } from './security-scan.js';
+import { summarizeFindings, type ScanRule } from './security-scan.js';
 import type { ScanOutcome, ScanRunner } from './scan-runner.js';
 
 export interface PublishResult {
@@ -51,8 +51,13 @@ export class PublishService {
     });
   }
 
-  /** Re-runs the scan of a revision whose scan failed (or errored). */
-  async retryScan(actor: Actor, agentId: string, branchId: string, revisionId: string): Promise<PublishResult> {
+  /**
+   * Re-runs the scan of a revision whose scan failed or could not complete. `acknowledge` names finding rules
+   * the caller confirms as intended for this revision (a false positive such as a documented test card number);
+   * findings of those rules no longer fail it, and the acknowledgement stays on its security check.
+   */
+  async retryScan(actor: Actor, agentId: string, branchId: string, revisionId: string, body: unknown): Promise<PublishResult> {
+    const acknowledgedRules = parseAcknowledge(body);
     const agent = await loadAgentForWrite(this.db, actor, agentId);
     const branch = await loadBranch(this.db, agent, branchId);
     assertWritable(branch);
@@ -62,7 +67,7 @@ export class PublishService {
     if (row.status !== 'draft' || row.listed_at === null) throw badRequest('Only a revision that is still scanning can have its scan retried');
     if (check?.status === 'pending') throw conflict('publish_in_progress', 'The security scan of this revision is still running');
     return this.withLock(branchId, async () => {
-      const started: SecurityCheck = { status: 'pending', reason: null, triggeredAt: nowIso(), completedAt: null };
+      const started: SecurityCheck = { status: 'pending', reason: null, triggeredAt: nowIso(), completedAt: null, ...(acknowledgedRules.length ? { acknowledgedRules } : {}) };
       await this.db.updateTable('revisions').set({ security_check: JSON.stringify(started), updated_at: nowIso() }).where('id', '=', revisionId).execute();
       return this.scanAndSettle(agent, branchId, revisionId, actor.name, false);
     });
@@ -77,7 +82,7 @@ export class PublishService {
     const row = await this.db.selectFrom('revisions').selectAll().where('id', '=', revisionId).executeTakeFirstOrThrow();
     const todo = await unscannedSections(this.db, JSON.parse(row.blocks) as BlockRefs);
     // Content whose every block passed a scan before needs no fresh scan: it commits at once, whatever the budget.
-    const verdictPromise = todo.length === 0 ? Promise.resolve<Verdict>({ kind: 'passed' }) : this.verdict(row);
+    const verdictPromise = this.verdict(row, todo);
     const inBudget = todo.length === 0 ? await verdictPromise : this.budgetMs > 0 ? await raceBudget(verdictPromise, this.budgetMs) : null;
     if (inBudget?.kind === 'passed') {
       const committed = await this.commit(agent, branchId, revisionId, actorName);
@@ -95,14 +100,14 @@ export class PublishService {
     return { status: 202, data: { state: 'scanning' } };
   }
 
-  private async verdict(row: RevisionRow): Promise<Verdict> {
-    const refs = JSON.parse(row.blocks) as BlockRefs;
-    const todo = await unscannedSections(this.db, refs);
+  /** Scans the sections in `todo` (those not passed before), ignoring findings of rules acknowledged on a retry. */
+  private async verdict(row: RevisionRow, todo: Section[]): Promise<Verdict> {
     if (todo.length === 0) return { kind: 'passed' };
-    const sections = await loadSections(this.db, refs);
+    const sections = await loadSections(this.db, JSON.parse(row.blocks) as BlockRefs);
     const outcome: ScanOutcome = await this.scanner.scan(Object.fromEntries(todo.map((s) => [s, sections[s]])));
     if (!outcome.ok) return { kind: 'error', reason: `Security scan could not complete: ${outcome.error}; retry the scan` };
-    const reason = summarizeFindings(outcome.findings);
+    const acknowledged = new Set(parseJson<SecurityCheck>(row.security_check)?.acknowledgedRules ?? []);
+    const reason = summarizeFindings(outcome.findings.filter((f) => !acknowledged.has(f.rule)));
     return reason === null ? { kind: 'passed' } : { kind: 'failed', reason };
   }
 
@@ -120,7 +125,7 @@ export class PublishService {
   private async recordFailure(q: Db | Tx, revisionId: string, verdict: Exclude<Verdict, { kind: 'passed' }>): Promise<void> {
     const row = await q.selectFrom('revisions').select('security_check').where('id', '=', revisionId).executeTakeFirst();
     const prior = parseJson<SecurityCheck>(row?.security_check ?? null);
-    const check: SecurityCheck = { status: 'failed', reason: verdict.reason, triggeredAt: prior?.triggeredAt ?? nowIso(), completedAt: nowIso() };
+    const check: SecurityCheck = { ...prior, status: 'failed', reason: verdict.reason, triggeredAt: prior?.triggeredAt ?? nowIso(), completedAt: nowIso() };
     await q.updateTable('revisions').set({ security_check: JSON.stringify(check), updated_at: nowIso() }).where('id', '=', revisionId).where('status', '=', 'draft').execute();
   }
 
@@ -146,7 +151,7 @@ export class PublishService {
           draft_revision: null,
           source_draft_id: row.draft_id ?? row.source_draft_id,
           pending_publish: null,
-          security_check: JSON.stringify({ status: 'passed', reason: null, triggeredAt: check?.triggeredAt ?? now, completedAt: now } satisfies SecurityCheck),
+          security_check: JSON.stringify({ ...check, status: 'passed', reason: null, triggeredAt: check?.triggeredAt ?? now, completedAt: now } satisfies SecurityCheck),
           prompt_score: JSON.stringify(score),
           prompt_score_hash: promptScoreKey(refs),
           listed_at: row.listed_at ?? now,
@@ -281,7 +286,8 @@ export class PublishService {
       if (!agent) continue;
       resumed++;
       const branchId = row.branch_id;
-      void this.verdict(row).then((v) => this.settleInBackground(agent, branchId, row.id, row.published_by ?? 'system', v));
+      const todo = await unscannedSections(this.db, JSON.parse(row.blocks) as BlockRefs);
+      void this.verdict(row, todo).then((v) => this.settleInBackground(agent, branchId, row.id, row.published_by ?? 'system', v));
     }
     return resumed;
   }
@@ -331,6 +337,19 @@ async function nextRevisionNumber(tx: Tx, branchId: string): Promise<number> {
     .returning('revision_counter')
     .executeTakeFirstOrThrow();
   return Number(row.revision_counter);
+}
+
+const SCAN_RULES: readonly ScanRule[] = ['api_key', 'private_key', 'card_number', 'national_id', 'prompt_injection', 'url_credentials'];
+
+function parseAcknowledge(body: unknown): ScanRule[] {
+  if (body === undefined || body === null) return [];
+  if (typeof body !== 'object' || Array.isArray(body)) throw badRequest('Request body must be a JSON object');
+  const list = (body as { acknowledge?: unknown }).acknowledge;
+  if (list === undefined) return [];
+  if (!Array.isArray(list) || !list.every((r) => SCAN_RULES.includes(r as ScanRule))) {
+    throw badRequest(`acknowledge: must be an array of scan rules (${SCAN_RULES.join(', ')})`);
+  }
+  return [...new Set(list as ScanRule[])];
 }
 
 function parseLabel(body: unknown): string | null {

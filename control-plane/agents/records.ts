@@ -55,6 +55,8 @@ export interface SecurityCheck {
   reason: string | null;
   triggeredAt: string | null;
   completedAt: string | null;
+  /** Finding rules the publisher confirmed as intended when retrying the scan. */
+  acknowledgedRules?: string[];
 }
 
 export interface PendingPublish {

@@ -4,6 +4,9 @@ import type { TestServer } from './server.js';
 
 export const A = '/atoms/v1';
 
+/** A prompt the security scan refuses (a Luhn-valid card number). */
+export const LEAKY_PROMPT = 'Charge the card 4111 1111 1111 1111 when the caller agrees.';
+
 export async function createAgent(server: TestServer, body: Record<string, unknown> = {}, key?: string): Promise<string> {
   const res = await server.request('POST', `${A}/agent`, { body: { name: 'Support agent', ...body }, key });
   expect(res.status, res.text).toBe(201);

@@ -44,7 +44,7 @@ export function versioningRoutes(server: HttpServer, prefix: string, ctx: RouteC
   server.route('POST', `${b}/revisions/:revisionId/restore`, async (req) =>
     published(await ctx.publish.restore(actorOf(req), req.params.id as string, req.params.branchId as string, req.params.revisionId as string, req.body.length ? req.json() : undefined)), auth);
   server.route('POST', `${b}/revisions/:revisionId/scan`, async (req) =>
-    published(await ctx.publish.retryScan(actorOf(req), req.params.id as string, req.params.branchId as string, req.params.revisionId as string)), auth);
+    published(await ctx.publish.retryScan(actorOf(req), req.params.id as string, req.params.branchId as string, req.params.revisionId as string, req.body.length ? req.json() : undefined)), auth);
 
   server.route('GET', `${a}/diff`, async (req) => ok(await diffRefs(ctx.db, actorOf(req), req.params.id as string, req.query.get('a'), req.query.get('b'))), auth);
 }
