@@ -1,11 +1,8 @@
 // Benchmark: latency of publishing an agent draft over real HTTP, SQLite and PostgreSQL side by side (npm run bench:publish).
-import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { ROOT, TestServer, freshStore, type Dialect, type StoreEnv } from '../test/support/server.js';
+import { ROOT, freshStore, startServer, type Dialect, type TestServer } from '../test/support/server.js';
 
 const A = '/atoms/v1';
 const CASES = ['publish (fresh scan)', 'publish (no fresh scan)'] as const;
@@ -22,47 +19,6 @@ const ITERATIONS = intEnv('BENCH_ITERATIONS', 200, 1);
 const WARMUP = intEnv('BENCH_WARMUP', 10, 0);
 const DIALECTS = (process.env.BENCH_DIALECTS ?? 'sqlite,postgres').split(',').map((d) => d.trim()).filter(Boolean);
 for (const d of DIALECTS) if (d !== 'sqlite' && d !== 'postgres') throw new Error(`BENCH_DIALECTS: unknown dialect "${d}"`);
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
-    });
-  });
-}
-
-/**
- * Spawns server/main.ts like test/support/server.ts does, but on a chosen port: at LOG_LEVEL=warn the server
- * never logs its 'listening' line (info), which is what startServer() waits for, so readiness is polled on /health.
- */
-async function launch(store: StoreEnv): Promise<TestServer> {
-  const key = `sk_bench_${randomBytes(16).toString('hex')}`;
-  const port = await freePort();
-  const env = {
-    ...process.env, ...store.env, HOST: '127.0.0.1', PORT: String(port), PARLEY_BOOTSTRAP_KEY: key,
-    PARLEY_RATE_LIMIT_PER_MINUTE: '1000000', LOG_LEVEL: 'warn',
-  } as Record<string, string>;
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const server = new TestServer(proc, key, store, env);
-  server.port = port;
-  const collect = (c: Buffer) => server.logs.push(...c.toString('utf8').split('\n').filter(Boolean));
-  proc.stdout?.on('data', collect);
-  proc.stderr?.on('data', collect);
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (server.exitCode !== null || proc.exitCode !== null) throw new Error(`server exited before listening:\n${server.logs.join('\n')}`);
-    if (Date.now() > deadline) throw new Error(`server did not start in time:\n${server.logs.join('\n')}`);
-    try {
-      if ((await server.request('GET', '/health', { key: null })).status === 200) return server;
-    } catch {
-      /* not listening yet */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 async function call(server: TestServer, method: string, p: string, expected: number[], body?: unknown) {
   const res = await server.request(method, p, body === undefined ? {} : { body });
@@ -91,11 +47,12 @@ function stats(dialect: Dialect, c: Case, ms: number[], sync200: number, async20
   return { dialect, case: c, n: s.length, p50Ms: r3(pick(0.5)), p95Ms: r3(pick(0.95)), meanMs: r3(mean), minMs: r3(s[0] ?? NaN), maxMs: r3(s[s.length - 1] ?? NaN), sync200, async202 };
 }
 
-async function benchDialect(dialect: Dialect): Promise<{ rows: Row[]; serverLogs: string[] }> {
+async function benchDialect(dialect: Dialect): Promise<{ rows: Row[] }> {
   const store = freshStore(dialect);
   let server: TestServer | null = null;
   try {
-    server = await launch(store);
+    // Default log level (info), as in production: each request is logged.
+    server = await startServer({ store, env: { PARLEY_RATE_LIMIT_PER_MINUTE: '1000000' } });
     const s = server;
     const agentId = (await call(s, 'POST', `${A}/agent`, [201], { name: `Bench agent (${dialect})` })).body.data as string;
     const branches = (await call(s, 'GET', `${A}/agent/${agentId}/branches`, [200])).body.data.branches as { branch: { _id: string; isDefault: boolean } }[];
@@ -143,8 +100,7 @@ async function benchDialect(dialect: Dialect): Promise<{ rows: Row[]; serverLogs
     const pair = [fresh(), fresh()];
     for (const [i, p] of pair.entries()) await publishOnce(p, `seed ${i}`);
     rows.push(await run('publish (no fresh scan)', (i) => pair[i % 2] as Record<string, string>));
-    const serverLogs = [...s.logs];
-    return { rows, serverLogs };
+    return { rows };
   } catch (err) {
     const tail = server ? `\nserver exit code ${server.exitCode}; last log lines:\n${server.logs.slice(-20).join('\n')}` : '';
     throw new Error(`${dialect}: ${err instanceof Error ? err.message : String(err)}${tail}`);
@@ -155,12 +111,9 @@ async function benchDialect(dialect: Dialect): Promise<{ rows: Row[]; serverLogs
 }
 
 const rows: Row[] = [];
-const serverLogs: Record<string, string[]> = {};
 for (const d of DIALECTS as Dialect[]) {
   process.stderr.write(`${d}: ${WARMUP} warm-up + ${ITERATIONS} timed publishes per case...\n`);
-  const out = await benchDialect(d);
-  rows.push(...out.rows);
-  if (out.serverLogs.length) serverLogs[d] = out.serverLogs;
+  rows.push(...(await benchDialect(d)).rows);
 }
 
 const ratios = CASES.map((c) => {
@@ -179,11 +132,10 @@ console.log(widths.map((w) => '-'.repeat(w)).join('  '));
 for (const t of table) console.log(line(t));
 console.log('');
 for (const r of ratios) console.log(`p50 postgres/sqlite, ${r.case}: ${r.p50PostgresOverSqlite === null ? 'n/a' : `${r.p50PostgresOverSqlite.toFixed(2)}x`}`);
-for (const [d, logs] of Object.entries(serverLogs)) console.log(`\n${d} server logged ${logs.length} line(s) at warn or above; first: ${logs[0]}`);
 
 const outDir = path.join(ROOT, 'bench', 'results');
 mkdirSync(outDir, { recursive: true });
 const outFile = path.join(outDir, 'publish-latency.json');
-const result = { benchmark: 'publish-latency', node: process.version, platform: `${process.platform}-${process.arch}`, timestamp: new Date().toISOString(), iterations: ITERATIONS, warmup: WARMUP, dialects: DIALECTS, rows, ratios, serverLogs };
+const result = { benchmark: 'publish-latency', node: process.version, platform: `${process.platform}-${process.arch}`, timestamp: new Date().toISOString(), iterations: ITERATIONS, warmup: WARMUP, dialects: DIALECTS, rows, ratios };
 writeFileSync(outFile, `${JSON.stringify(result, null, 2)}\n`);
 console.log(`\nwrote ${path.relative(process.cwd(), outFile)}`);
