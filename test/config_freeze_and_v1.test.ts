@@ -1,29 +1,20 @@
 // Config freeze (423 on writes, reads pass) and the legacy v1 endpoints (409 + Deprecation, by-id reads, Sunset).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freshStore, startServer, testDialects, type StoreEnv, type TestServer } from './support/server.js';
+import { describe, expect, it } from 'vitest';
+import { testDialects } from './support/server.js';
+import { serverForSuite } from './support/suite.js';
 import { A, commit, createAgent, mainBranchId, publish, putDraft } from './support/agents.js';
 
 describe.each(testDialects())('config freeze and legacy v1 on %s', (dialect) => {
-  let store: StoreEnv;
-  let server: TestServer;
-
-  beforeAll(async () => {
-    store = freshStore(dialect);
-    server = await startServer({ store, env: { PARLEY_V1_SUNSET: '2027-06-30' } });
-  });
-  afterAll(async () => {
-    await server.stop();
-    await store.cleanup();
-  });
+  const suite = serverForSuite(dialect, { PARLEY_V1_SUNSET: '2027-06-30' });
 
   it('blocks every write with 423 config_freeze_active while reads pass; clearing lifts it', async () => {
-    const agent = await createAgent(server);
-    const main = await mainBranchId(server, agent);
-    const rev = await commit(server, agent, main, { prompt: 'Base.' });
-    const fork = (await server.request('POST', `${A}/agent/${agent}/branches`, { body: { sourceBranchId: main, name: 'fork' } })).body.data._id;
-    await putDraft(server, agent, main, { prompt: 'Pending edit.' });
+    const agent = await createAgent(suite.server);
+    const main = await mainBranchId(suite.server, agent);
+    const rev = await commit(suite.server, agent, main, { prompt: 'Base.' });
+    const fork = (await suite.server.request('POST', `${A}/agent/${agent}/branches`, { body: { sourceBranchId: main, name: 'fork' } })).body.data._id;
+    await putDraft(suite.server, agent, main, { prompt: 'Pending edit.' });
 
-    const set = await server.request('POST', `${A}/agent/${agent}/config-freeze`, { body: { reason: 'Black Friday' } });
+    const set = await suite.server.request('POST', `${A}/agent/${agent}/config-freeze`, { body: { reason: 'Black Friday' } });
     expect(set.status).toBe(200);
     expect(set.body.data).toMatchObject({ active: true, reason: 'Black Friday', setBy: 'bootstrap' });
 
@@ -43,22 +34,22 @@ describe.each(testDialects())('config freeze and legacy v1 on %s', (dialect) => 
       ['DELETE', `${A}/agent/${agent}/archive`],
     ];
     for (const [method, path, body] of writes) {
-      const res = await server.request(method, path, body === undefined ? {} : { body });
+      const res = await suite.server.request(method, path, body === undefined ? {} : { body });
       expect(res.status, `${method} ${path}`).toBe(423);
       expect(res.body).toMatchObject({ status: false, error_type: 'config_freeze_active' });
       expect(res.body.errors[0]).toContain('Black Friday');
     }
     const reads = [`${A}/agent/${agent}`, b, `${b}/${main}`, `${b}/${main}/draft`, `${b}/${main}/revisions`, `${b}/${main}/revisions/${rev._id}`, `${A}/agent/${agent}/diff?a=${rev._id}&b=${main}:draft`];
-    for (const path of reads) expect((await server.request('GET', path)).status, path).toBe(200);
-    expect((await server.request('GET', `${A}/agent/${agent}`)).body.data.configFreeze).toMatchObject({ active: true });
+    for (const path of reads) expect((await suite.server.request('GET', path)).status, path).toBe(200);
+    expect((await suite.server.request('GET', `${A}/agent/${agent}`)).body.data.configFreeze).toMatchObject({ active: true });
 
-    expect((await server.request('DELETE', `${A}/agent/${agent}/config-freeze`)).body).toEqual({ status: true, data: { active: false } });
-    const after = await publish(server, agent, main);
+    expect((await suite.server.request('DELETE', `${A}/agent/${agent}/config-freeze`)).body).toEqual({ status: true, data: { active: false } });
+    const after = await publish(suite.server, agent, main);
     expect(after.status, after.text).toBe(200);
   });
 
   it('answers v1 writes and list reads with 409 versioning_v2_migration_required, Deprecation and Sunset', async () => {
-    const agent = await createAgent(server);
+    const agent = await createAgent(suite.server);
     const base = `${A}/agent/${agent}`;
     const retired: [string, string][] = [
       ['POST', '/drafts'],
@@ -72,7 +63,7 @@ describe.each(testDialects())('config freeze and legacy v1 on %s', (dialect) => 
       ['PATCH', '/versions/0123456789abcdef01234567/activate'],
     ];
     for (const [method, path] of retired) {
-      const res = await server.request(method, base + path, method === 'GET' ? {} : { body: { draftName: 'x' } });
+      const res = await suite.server.request(method, base + path, method === 'GET' ? {} : { body: { draftName: 'x' } });
       expect(res.status, `${method} ${path}`).toBe(409);
       expect(res.headers.get('deprecation')).toBe('true');
       expect(res.headers.get('sunset')).toBe('Wed, 30 Jun 2027 00:00:00 GMT');
@@ -81,30 +72,30 @@ describe.each(testDialects())('config freeze and legacy v1 on %s', (dialect) => 
   });
 
   it('keeps v1 by-id reads working: a versionId equals its revisionId', async () => {
-    const agent = await createAgent(server);
-    const main = await mainBranchId(server, agent);
-    const r1 = await commit(server, agent, main, { prompt: 'One.' }, 'one');
-    const r2 = await commit(server, agent, main, { prompt: 'Two.' }, 'two');
-    const draft = (await putDraft(server, agent, main, { prompt: 'Three.' })).body.data;
+    const agent = await createAgent(suite.server);
+    const main = await mainBranchId(suite.server, agent);
+    const r1 = await commit(suite.server, agent, main, { prompt: 'One.' }, 'one');
+    const r2 = await commit(suite.server, agent, main, { prompt: 'Two.' }, 'two');
+    const draft = (await putDraft(suite.server, agent, main, { prompt: 'Three.' })).body.data;
     const base = `${A}/agent/${agent}`;
 
-    const version = await server.request('GET', `${base}/versions/${r1._id}`);
+    const version = await suite.server.request('GET', `${base}/versions/${r1._id}`);
     expect(version.status).toBe(200);
     expect(version.headers.get('deprecation')).toBe('true');
     expect(version.headers.get('sunset')).toBe('Wed, 30 Jun 2027 00:00:00 GMT');
     expect(version.body.data.version).toMatchObject({ _id: r1._id, label: 'one', status: 'published' });
     expect(version.body.data.resolvedConfig.prompt).toBe('One.');
 
-    const d = await server.request('GET', `${base}/drafts/${draft._id}`);
+    const d = await suite.server.request('GET', `${base}/drafts/${draft._id}`);
     expect(d.status).toBe(200);
     expect(d.body.data).toMatchObject({ latest: { _id: draft._id, status: 'draft' }, editCount: 1 });
 
-    const diff = await server.request('GET', `${base}/versions/diff?versionA=${r1._id}&versionB=${r2._id}`);
+    const diff = await suite.server.request('GET', `${base}/versions/diff?versionA=${r1._id}&versionB=${r2._id}`);
     expect(diff.body.data).toEqual({ hasChanges: true, sections: { workflow_prompt: { before: { prompt: 'One.', firstMessage: '' }, after: { prompt: 'Two.', firstMessage: '' } } } });
-    const draftDiff = await server.request('GET', `${base}/drafts/${draft._id}/diff?compareTo=${r2._id}`);
+    const draftDiff = await suite.server.request('GET', `${base}/drafts/${draft._id}/diff?compareTo=${r2._id}`);
     expect(draftDiff.body.data.hasChanges).toBe(true);
-    expect((await server.request('GET', `${base}/versions/diff?versionA=${r1._id}`)).status).toBe(400);
-    expect((await server.request('GET', `${base}/versions/${draft._id}`)).status).toBe(404);
-    expect((await server.request('GET', `${base}/drafts/${r1._id}`)).status).toBe(404);
+    expect((await suite.server.request('GET', `${base}/versions/diff?versionA=${r1._id}`)).status).toBe(400);
+    expect((await suite.server.request('GET', `${base}/versions/${draft._id}`)).status).toBe(404);
+    expect((await suite.server.request('GET', `${base}/drafts/${r1._id}`)).status).toBe(404);
   });
 });

@@ -1,9 +1,10 @@
 // API keys and organizations: the keys CLI, hashed storage, bootstrap key, 401/403 per organization, usage counting.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { PG_URL, createOrgKey, freshStore, keysCli, sleep, startServer, testDialects, type StoreEnv, type TestServer } from './support/server.js';
+import { PG_URL, createOrgKey, keysCli, sleep, startServer, testDialects, type StoreEnv } from './support/server.js';
+import { serverForSuite } from './support/suite.js';
 import { A, createAgent } from './support/agents.js';
 
 /** Every byte the store holds, to prove a plaintext key is not among them. */
@@ -24,52 +25,42 @@ async function storeDump(store: StoreEnv): Promise<string> {
 }
 
 describe.each(testDialects())('API keys on %s', (dialect) => {
-  let store: StoreEnv;
-  let server: TestServer;
-
-  beforeAll(async () => {
-    store = freshStore(dialect);
-    server = await startServer({ store, env: { PARLEY_KEY_CACHE_MS: '200' } });
-  });
-  afterAll(async () => {
-    await server.stop();
-    await store.cleanup();
-  });
+  const suite = serverForSuite(dialect, { PARLEY_KEY_CACHE_MS: '200' });
 
   it('creates a key from the CLI, shows it once and stores only its hash', async () => {
-    const created = await keysCli(store, ['create', '--name', 'ci-bot']);
+    const created = await keysCli(suite.store, ['create', '--name', 'ci-bot']);
     expect(created.code, created.stderr).toBe(0);
     const key = /sk_[A-Za-z0-9_-]+/.exec(created.stdout)?.[0] as string;
     expect(key).toMatch(/^sk_[a-f0-9]{48}$/);
     expect(created.stdout).toMatch(/shown only now/);
 
-    const res = await server.request('GET', `${A}/agent`, { key });
+    const res = await suite.server.request('GET', `${A}/agent`, { key });
     expect(res.status).toBe(200);
 
-    const listed = await keysCli(store, ['list']);
+    const listed = await keysCli(suite.store, ['list']);
     expect(listed.code).toBe(0);
     expect(listed.stdout).toContain('ci-bot');
     expect(listed.stdout).not.toContain(key);
     expect(listed.stdout).toContain(key.slice(0, 7));
 
-    const dump = await storeDump(store);
+    const dump = await storeDump(suite.store);
     expect(dump).not.toContain(key);
-    expect(dump).not.toContain(server.key);
+    expect(dump).not.toContain(suite.server.key);
   });
 
   it('creates the bootstrap key at start-up only once', async () => {
-    const listed = await keysCli(store, ['list', '--json']);
+    const listed = await keysCli(suite.store, ['list', '--json']);
     const keys = JSON.parse(listed.stdout.trim().split('\n').pop() as string) as { name: string }[];
     expect(keys.filter((k) => k.name === 'bootstrap')).toHaveLength(1);
-    const again = await startServer({ store, env: { PARLEY_BOOTSTRAP_KEY: server.key } });
+    const again = await startServer({ store: suite.store, env: { PARLEY_BOOTSTRAP_KEY: suite.server.key } });
     await again.stop();
-    const relisted = JSON.parse((await keysCli(store, ['list', '--json'])).stdout.trim().split('\n').pop() as string) as { name: string }[];
+    const relisted = JSON.parse((await keysCli(suite.store, ['list', '--json'])).stdout.trim().split('\n').pop() as string) as { name: string }[];
     expect(relisted.filter((k) => k.name === 'bootstrap')).toHaveLength(1);
   });
 
   it('refuses a request without a key or with an unknown key (401)', async () => {
     for (const key of [null, 'sk_unknown_key_0000000000000000', 'not-a-key']) {
-      const res = await server.request('GET', `${A}/agent`, { key });
+      const res = await suite.server.request('GET', `${A}/agent`, { key });
       expect(res.status).toBe(401);
       expect(res.body).toMatchObject({ status: false });
       expect(res.body.errors[0]).toMatch(/^Unauthorized/);
@@ -77,34 +68,34 @@ describe.each(testDialects())('API keys on %s', (dialect) => {
   });
 
   it("answers 403 for another organization's agent and hides it from lists", async () => {
-    const other = await createOrgKey(store, 'other-org-key', 'acme');
-    const mine = await createAgent(server, { name: 'Mine' });
-    const theirs = await createAgent(server, { name: 'Theirs' }, other);
+    const other = await createOrgKey(suite.store, 'other-org-key', 'acme');
+    const mine = await createAgent(suite.server, { name: 'Mine' });
+    const theirs = await createAgent(suite.server, { name: 'Theirs' }, other);
 
-    const forbidden = await server.request('GET', `${A}/agent/${theirs}`);
+    const forbidden = await suite.server.request('GET', `${A}/agent/${theirs}`);
     expect(forbidden.status).toBe(403);
     expect(forbidden.body.status).toBe(false);
     expect(forbidden.body.data).toBeTypeOf('object');
-    const write = await server.request('PATCH', `${A}/agent/${theirs}`, { body: { name: 'hijack' } });
+    const write = await suite.server.request('PATCH', `${A}/agent/${theirs}`, { body: { name: 'hijack' } });
     expect(write.status).toBe(403);
-    const branches = await server.request('GET', `${A}/agent/${theirs}/branches`);
+    const branches = await suite.server.request('GET', `${A}/agent/${theirs}/branches`);
     expect(branches.status).toBe(403);
 
-    const list = await server.request('GET', `${A}/agent`, { key: other });
+    const list = await suite.server.request('GET', `${A}/agent`, { key: other });
     const ids = (list.body.data.agents as { _id: string }[]).map((a) => a._id);
     expect(ids).toContain(theirs);
     expect(ids).not.toContain(mine);
-    const readOwn = await server.request('GET', `${A}/agent/${theirs}`, { key: other });
+    const readOwn = await suite.server.request('GET', `${A}/agent/${theirs}`, { key: other });
     expect(readOwn.status).toBe(200);
   });
 
   it('counts usage per key', async () => {
-    const key = await createOrgKey(store, 'usage-key', 'usage-org');
-    for (let i = 0; i < 4; i++) expect((await server.request('GET', `${A}/agent`, { key })).status).toBe(200);
+    const key = await createOrgKey(suite.store, 'usage-key', 'usage-org');
+    for (let i = 0; i < 4; i++) expect((await suite.server.request('GET', `${A}/agent`, { key })).status).toBe(200);
     let count = 0;
     for (let i = 0; i < 40 && count < 4; i++) {
       await sleep(250);
-      const keys = JSON.parse((await keysCli(store, ['list', '--json'])).stdout.trim().split('\n').pop() as string) as { name: string; requestCount: number; lastUsedAt: string | null }[];
+      const keys = JSON.parse((await keysCli(suite.store, ['list', '--json'])).stdout.trim().split('\n').pop() as string) as { name: string; requestCount: number; lastUsedAt: string | null }[];
       const entry = keys.find((k) => k.name === 'usage-key');
       count = entry?.requestCount ?? 0;
       if (count >= 4) expect(entry?.lastUsedAt).toMatch(/^\d{4}-\d\d-\d\dT/);
@@ -113,20 +104,20 @@ describe.each(testDialects())('API keys on %s', (dialect) => {
   });
 
   it('stops accepting a deleted key (within the key cache time)', async () => {
-    const key = await createOrgKey(store, 'short-lived', 'temp-org');
-    expect((await server.request('GET', `${A}/agent`, { key })).status).toBe(200);
-    const del = await keysCli(store, ['delete', 'short-lived']);
+    const key = await createOrgKey(suite.store, 'short-lived', 'temp-org');
+    expect((await suite.server.request('GET', `${A}/agent`, { key })).status).toBe(200);
+    const del = await keysCli(suite.store, ['delete', 'short-lived']);
     expect(del.code).toBe(0);
     await sleep(400);
-    expect((await server.request('GET', `${A}/agent`, { key })).status).toBe(401);
-    expect((await keysCli(store, ['delete', 'short-lived'])).code).toBe(1);
+    expect((await suite.server.request('GET', `${A}/agent`, { key })).status).toBe(401);
+    expect((await keysCli(suite.store, ['delete', 'short-lived'])).code).toBe(1);
   });
 
   it('applies a per-key rate limit set at creation', async () => {
-    const key = await createOrgKey(store, 'slow-key', 'slow-org', ['--rate-limit', '2']);
+    const key = await createOrgKey(suite.store, 'slow-key', 'slow-org', ['--rate-limit', '2']);
     const statuses = [];
-    for (let i = 0; i < 3; i++) statuses.push((await server.request('GET', `${A}/agent`, { key })).status);
+    for (let i = 0; i < 3; i++) statuses.push((await suite.server.request('GET', `${A}/agent`, { key })).status);
     expect(statuses).toEqual([200, 200, 429]);
-    expect((await server.request('GET', `${A}/agent`)).status).toBe(200);
+    expect((await suite.server.request('GET', `${A}/agent`)).status).toBe(200);
   });
 });

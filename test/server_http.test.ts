@@ -1,6 +1,8 @@
-// The HTTP server itself: native uWS, health, metrics, error envelopes, auth, rate limit, aborts, graceful SIGTERM.
+// The HTTP server itself: native uWS, health, metrics, error envelopes (400/404/413/500), auth, rate limit, aborts, graceful SIGTERM.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import net from 'node:net';
+import path from 'node:path';
+import Database from 'better-sqlite3';
 import { createRequire } from 'node:module';
 import { freshStore, sleep, startServer, type StoreEnv, type TestServer } from './support/server.js';
 
@@ -106,6 +108,29 @@ describe('HTTP server', () => {
     expect(res.status).toBe(200);
     expect(server.exitCode).toBeNull();
     expect(server.logs.join('\n')).not.toContain(server.key);
+  });
+});
+
+describe('a failing handler', () => {
+  it('answers 500 in the envelope without details, logs the cause, and keeps serving', async () => {
+    const store = freshStore('sqlite');
+    const server = await startServer({ store });
+    // Pull the agents table from under the running server, as a broken or tampered database would.
+    const db = new Database(path.join(store.dataDir, 'parley.sqlite'));
+    try {
+      db.exec('ALTER TABLE agents RENAME TO agents_moved');
+      const res = await server.request('GET', '/atoms/v1/agent');
+      expect(res.status).toBe(500);
+      expect(res.body).toEqual({ status: false, errors: ['Internal server error'] });
+      expect(res.text).not.toMatch(/agents|sqlite|at .*\.ts/i);
+      expect(server.logs.join('\n')).toMatch(/"msg":"handler failed"/);
+      db.exec('ALTER TABLE agents_moved RENAME TO agents');
+      expect((await server.request('GET', '/atoms/v1/agent')).status).toBe(200);
+    } finally {
+      db.close();
+      await server.stop();
+      await store.cleanup();
+    }
   });
 });
 

@@ -1,33 +1,19 @@
 // Publishing: each row of the spec's revision state table, the scan-failure 409 and its retry, cancel, concurrent publishes.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freshStore, startServer, testDialects, type StoreEnv, type TestServer } from './support/server.js';
-import { A, LEAKY_PROMPT, commit, createAgent, mainBranchId, pollRevision, publish, putDraft } from './support/agents.js';
+import { describe, expect, it } from 'vitest';
+import { testDialects } from './support/server.js';
+import { serverForSuite } from './support/suite.js';
+import { A, agentWithMain, LEAKY_PROMPT, commit, createAgent, mainBranchId, pollRevision, publish, putDraft } from './support/agents.js';
 
 describe.each(testDialects())('publish on %s', (dialect) => {
-  let store: StoreEnv;
-  let server: TestServer;
-  const revs = (agent: string, branch: string, q = '') => server.request('GET', `${A}/agent/${agent}/branches/${branch}/revisions${q}`);
-
-  beforeAll(async () => {
-    store = freshStore(dialect);
-    server = await startServer({ store });
-  });
-  afterAll(async () => {
-    await server.stop();
-    await store.cleanup();
-  });
-
-  async function fresh(): Promise<{ agent: string; main: string }> {
-    const agent = await createAgent(server);
-    return { agent, main: await mainBranchId(server, agent) };
-  }
+  const suite = serverForSuite(dialect);
+  const revs = (agent: string, branch: string, q = '') => suite.server.request('GET', `${A}/agent/${agent}/branches/${branch}/revisions${q}`);
 
   it('draft -> committed: a scan within budget answers 200 with the revision (numbers 1, 2, 3)', async () => {
-    const { agent, main } = await fresh();
+    const { agent, main } = await agentWithMain(suite.server);
     const numbers = [];
     for (const label of ['first', null, 'third']) {
-      await putDraft(server, agent, main, { prompt: `Prompt for ${label}.` });
-      const res = await server.request('POST', `${A}/agent/${agent}/branches/${main}/draft/publish`, { body: { label } });
+      await putDraft(suite.server, agent, main, { prompt: `Prompt for ${label}.` });
+      const res = await suite.server.request('POST', `${A}/agent/${agent}/branches/${main}/draft/publish`, { body: { label } });
       expect(res.status, res.text).toBe(200);
       expect(Object.keys(res.body.data).sort()).toEqual(['revision', 'state']);
       const rev = res.body.data.revision;
@@ -40,18 +26,18 @@ describe.each(testDialects())('publish on %s', (dialect) => {
       numbers.push(rev.revisionNumber);
     }
     expect(numbers).toEqual([1, 2, 3]);
-    const branch = (await server.request('GET', `${A}/agent/${agent}/branches/${main}`)).body.data;
+    const branch = (await suite.server.request('GET', `${A}/agent/${agent}/branches/${main}`)).body.data;
     expect(branch).toMatchObject({ hasOpenDraft: false, revisionsCount: 3, headRevisionNumber: 3 });
-    expect((await publish(server, agent, main)).status).toBe(404);
-    const badLabel = await server.request('POST', `${A}/agent/${agent}/branches/${main}/draft/publish`, { body: { label: 7 } });
+    expect((await publish(suite.server, agent, main)).status).toBe(404);
+    const badLabel = await suite.server.request('POST', `${A}/agent/${agent}/branches/${main}/draft/publish`, { body: { label: 7 } });
     expect(badLabel.status).toBe(400);
   });
 
   it('scan fails -> stays scanning; publishes get 409 until the scan is retried', async () => {
-    const { agent, main } = await fresh();
-    const base = await commit(server, agent, main, { prompt: 'Safe base.' });
-    await putDraft(server, agent, main, { prompt: LEAKY_PROMPT });
-    const res = await publish(server, agent, main);
+    const { agent, main } = await agentWithMain(suite.server);
+    const base = await commit(suite.server, agent, main, { prompt: 'Safe base.' });
+    await putDraft(suite.server, agent, main, { prompt: LEAKY_PROMPT });
+    const res = await publish(suite.server, agent, main);
     expect(res.status).toBe(202);
     expect(res.body).toEqual({ status: true, data: { state: 'scanning' } });
 
@@ -62,61 +48,61 @@ describe.each(testDialects())('publish on %s', (dialect) => {
     expect(JSON.stringify(newest)).not.toContain('4111 1111 1111 1111');
 
     // A new draft starts from the newest content of the branch (the scanning revision).
-    await putDraft(server, agent, main, { synthesizer: { speed: 1 } });
-    const blocked = await publish(server, agent, main);
+    await putDraft(suite.server, agent, main, { synthesizer: { speed: 1 } });
+    const blocked = await publish(suite.server, agent, main);
     expect(blocked.status).toBe(409);
     expect(blocked.body).toMatchObject({ status: false, error_type: expect.any(String), errors: [expect.stringContaining(newest._id)] });
 
     // A scanning revision cannot be restored, nor its branch made live.
-    expect((await server.request('POST', `${A}/agent/${agent}/branches/${main}/revisions/${newest._id}/restore`)).status).toBe(403);
+    expect((await suite.server.request('POST', `${A}/agent/${agent}/branches/${main}/revisions/${newest._id}/restore`)).status).toBe(403);
     // Production still serves the last commit.
-    expect((await server.request('GET', `${A}/agent/${agent}`)).body.data.activeVersionId).toBe(base._id);
+    expect((await suite.server.request('GET', `${A}/agent/${agent}`)).body.data.activeVersionId).toBe(base._id);
 
     // A plain retry scans again and fails again; acknowledging the finding as intended lets it commit.
     const scanUrl = `${A}/agent/${agent}/branches/${main}/revisions/${newest._id}/scan`;
-    expect((await server.request('POST', scanUrl)).status).toBe(202);
-    expect((await publish(server, agent, main)).status).toBe(409);
-    expect((await server.request('POST', scanUrl, { body: { acknowledge: ['no_such_rule'] } })).status).toBe(400);
-    const retried = await server.request('POST', scanUrl, { body: { acknowledge: ['card_number'] } });
+    expect((await suite.server.request('POST', scanUrl)).status).toBe(202);
+    expect((await publish(suite.server, agent, main)).status).toBe(409);
+    expect((await suite.server.request('POST', scanUrl, { body: { acknowledge: ['no_such_rule'] } })).status).toBe(400);
+    const retried = await suite.server.request('POST', scanUrl, { body: { acknowledge: ['card_number'] } });
     expect(retried.status, retried.text).toBe(200);
     expect(retried.body.data.revision).toMatchObject({ _id: newest._id, status: 'published', revisionNumber: 2, securityCheck: { status: 'passed', acknowledgedRules: ['card_number'] } });
     // The open draft shares the acknowledged prompt block, so it needs no fresh scan.
-    const after = await publish(server, agent, main);
+    const after = await publish(suite.server, agent, main);
     expect(after.status, after.text).toBe(200);
     expect(after.body.data.revision.revisionNumber).toBe(3);
-    await putDraft(server, agent, main, { firstMessage: 'Welcome' });
-    expect((await publish(server, agent, main)).status).toBe(202);
+    await putDraft(suite.server, agent, main, { firstMessage: 'Welcome' });
+    expect((await publish(suite.server, agent, main)).status).toBe(202);
   });
 
   it('cancelling an armed publish reopens the revision as the draft', async () => {
-    const { agent, main } = await fresh();
-    await commit(server, agent, main, { prompt: 'Safe base.' });
-    await putDraft(server, agent, main, { prompt: LEAKY_PROMPT });
-    expect((await publish(server, agent, main)).status).toBe(202);
-    const cancel = await server.request('POST', `${A}/agent/${agent}/branches/${main}/draft/publish/cancel`);
+    const { agent, main } = await agentWithMain(suite.server);
+    await commit(suite.server, agent, main, { prompt: 'Safe base.' });
+    await putDraft(suite.server, agent, main, { prompt: LEAKY_PROMPT });
+    expect((await publish(suite.server, agent, main)).status).toBe(202);
+    const cancel = await suite.server.request('POST', `${A}/agent/${agent}/branches/${main}/draft/publish/cancel`);
     expect(cancel.body).toEqual({ status: true, data: { cancelled: true } });
-    expect((await server.request('POST', `${A}/agent/${agent}/branches/${main}/draft/publish/cancel`)).status).toBe(200);
-    const draft = (await server.request('GET', `${A}/agent/${agent}/branches/${main}/draft`)).body.data.latest;
+    expect((await suite.server.request('POST', `${A}/agent/${agent}/branches/${main}/draft/publish/cancel`)).status).toBe(200);
+    const draft = (await suite.server.request('GET', `${A}/agent/${agent}/branches/${main}/draft`)).body.data.latest;
     expect(draft).toMatchObject({ status: 'draft', pendingPublish: { state: 'cancelled' }, securityCheck: { status: 'cancelled' } });
     expect((await revs(agent, main)).body.data.total).toBe(1);
-    await putDraft(server, agent, main, { prompt: 'Charge the card the caller names.' });
-    const res = await publish(server, agent, main);
+    await putDraft(suite.server, agent, main, { prompt: 'Charge the card the caller names.' });
+    const res = await publish(suite.server, agent, main);
     expect(res.status, res.text).toBe(200);
     expect(res.body.data.revision.revisionNumber).toBe(2);
   });
 
   it('parallel publishes on one branch never duplicate or skip a revision number', async () => {
-    const { agent, main } = await fresh();
+    const { agent, main } = await agentWithMain(suite.server);
     const statuses: number[] = [];
     const writer = async (w: number) => {
       for (let i = 0; i < 6; i++) {
-        await putDraft(server, agent, main, { prompt: `Writer ${w} edit ${i}.`, synthesizer: { speed: (w + i) / 10 } });
-        statuses.push((await publish(server, agent, main)).status);
+        await putDraft(suite.server, agent, main, { prompt: `Writer ${w} edit ${i}.`, synthesizer: { speed: (w + i) / 10 } });
+        statuses.push((await publish(suite.server, agent, main)).status);
       }
     };
     // And one draft published by ten callers at once: exactly one commits it.
-    await putDraft(server, agent, main, { prompt: 'Shared draft.' });
-    const burst = await Promise.all(Array.from({ length: 10 }, () => publish(server, agent, main)));
+    await putDraft(suite.server, agent, main, { prompt: 'Shared draft.' });
+    const burst = await Promise.all(Array.from({ length: 10 }, () => publish(suite.server, agent, main)));
     expect(burst.filter((r) => r.status === 200)).toHaveLength(1);
     expect(burst.every((r) => [200, 404, 409].includes(r.status))).toBe(true);
 
@@ -132,43 +118,33 @@ describe.each(testDialects())('publish on %s', (dialect) => {
 });
 
 describe.each(testDialects())('deferred scans on %s (scan budget 0)', (dialect) => {
-  let store: StoreEnv;
-  let server: TestServer;
-
-  beforeAll(async () => {
-    store = freshStore(dialect);
-    server = await startServer({ store, env: { PARLEY_SCAN_BUDGET_MS: '0' } });
-  });
-  afterAll(async () => {
-    await server.stop();
-    await store.cleanup();
-  });
+  const suite = serverForSuite(dialect, { PARLEY_SCAN_BUDGET_MS: '0' });
 
   it('draft -> 202 scanning with only state; the revision shows in history and commits when the scan completes', async () => {
-    const agent = await createAgent(server);
-    const main = await mainBranchId(server, agent);
-    await putDraft(server, agent, main, { prompt: 'You are a bank assistant.' });
-    const res = await publish(server, agent, main, 'deferred');
+    const agent = await createAgent(suite.server);
+    const main = await mainBranchId(suite.server, agent);
+    await putDraft(suite.server, agent, main, { prompt: 'You are a bank assistant.' });
+    const res = await publish(suite.server, agent, main, 'deferred');
     expect(res.status).toBe(202);
     expect(res.body).toEqual({ status: true, data: { state: 'scanning' } });
-    const listed = (await server.request('GET', `${A}/agent/${agent}/branches/${main}/revisions?limit=1`)).body.data.revisions[0];
+    const listed = (await suite.server.request('GET', `${A}/agent/${agent}/branches/${main}/revisions?limit=1`)).body.data.revisions[0];
     expect(listed.label).toBe('deferred');
-    const done = await pollRevision(server, agent, main, listed._id, (r) => r.status === 'published');
+    const done = await pollRevision(suite.server, agent, main, listed._id, (r) => r.status === 'published');
     expect(done).toMatchObject({ revisionNumber: 1, securityCheck: { status: 'passed' }, pendingPublish: null, isActive: true });
-    expect((await server.request('GET', `${A}/agent/${agent}`)).body.data.prompt).toBe('You are a bank assistant.');
+    expect((await suite.server.request('GET', `${A}/agent/${agent}`)).body.data.prompt).toBe('You are a bank assistant.');
   });
 
   it('content that needs no fresh scan commits synchronously (200) even with a zero budget', async () => {
-    const agent = await createAgent(server);
-    const main = await mainBranchId(server, agent);
-    await putDraft(server, agent, main, { prompt: 'Version A.' });
-    const a = (await publish(server, agent, main)).status;
+    const agent = await createAgent(suite.server);
+    const main = await mainBranchId(suite.server, agent);
+    await putDraft(suite.server, agent, main, { prompt: 'Version A.' });
+    const a = (await publish(suite.server, agent, main)).status;
     expect(a).toBe(202);
-    const first = (await server.request('GET', `${A}/agent/${agent}/branches/${main}/revisions?limit=1`)).body.data.revisions[0];
-    await pollRevision(server, agent, main, first._id, (r) => r.status === 'published');
-    await putDraft(server, agent, main, { prompt: 'Version B.' });
-    await putDraft(server, agent, main, { prompt: 'Version A.' });
-    const again = await publish(server, agent, main);
+    const first = (await suite.server.request('GET', `${A}/agent/${agent}/branches/${main}/revisions?limit=1`)).body.data.revisions[0];
+    await pollRevision(suite.server, agent, main, first._id, (r) => r.status === 'published');
+    await putDraft(suite.server, agent, main, { prompt: 'Version B.' });
+    await putDraft(suite.server, agent, main, { prompt: 'Version A.' });
+    const again = await publish(suite.server, agent, main);
     expect(again.status, again.text).toBe(200);
     expect(again.body.data).toMatchObject({ state: 'committed', revision: { revisionNumber: 2, status: 'published' } });
   });

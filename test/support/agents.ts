@@ -13,6 +13,12 @@ export async function createAgent(server: TestServer, body: Record<string, unkno
   return res.body.data as string;
 }
 
+/** A new agent and the id of its Main branch. */
+export async function agentWithMain(server: TestServer): Promise<{ agent: string; main: string }> {
+  const agent = await createAgent(server);
+  return { agent, main: await mainBranchId(server, agent) };
+}
+
 export async function mainBranchId(server: TestServer, agentId: string): Promise<string> {
   const res = await server.request('GET', `${A}/agent/${agentId}/branches`);
   expect(res.status, res.text).toBe(200);
