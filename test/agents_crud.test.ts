@@ -50,7 +50,7 @@ describe.each(testDialects())('agents on %s', (dialect) => {
     const names = ['Alpha list', 'Beta list', 'Gamma list'];
     for (const name of names) await createAgent(suite.server, { name });
     await createAgent(suite.server, { name: 'Graph list', workflowType: 'workflow_graph' });
-    const page = await suite.server.request('GET', `${A}/agent?search=list&offset=2&page=1&sortField=name&sortOrder=asc`);
+    const page = await suite.server.request('GET', `${A}/agent?search=LIST&offset=2&page=1&sortField=name&sortOrder=asc`);
     expect(page.status).toBe(200);
     expect(page.body.data.total).toBe(4);
     expect(page.body.data.agents.map((a: { name: string }) => a.name)).toEqual(['Alpha list', 'Beta list']);

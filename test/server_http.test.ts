@@ -58,6 +58,13 @@ describe('HTTP server', () => {
     expect(res.body).toEqual({ status: false, errors: ['Resource not found'] });
   });
 
+  it('answers a malformed percent-encoding in the path with a 400 envelope', async () => {
+    const res = await server.request('GET', '/atoms/v1/agent/%E0%A4%A');
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ status: false, errors: ['Malformed percent-encoding in the request path'] });
+    expect((await server.request('GET', '/health', { key: null })).status).toBe(200);
+  });
+
   it('answers malformed JSON with a 400 envelope', async () => {
     const res = await server.request('POST', '/atoms/v1/agent', { raw: '{"name": ', headers: { 'content-type': 'application/json' } });
     expect(res.status).toBe(400);

@@ -1,6 +1,6 @@
 // Publishing: each row of the spec's revision state table, the scan-failure 409 and its retry, cancel, concurrent publishes.
 import { describe, expect, it } from 'vitest';
-import { testDialects } from './support/server.js';
+import { storeSql, testDialects } from './support/server.js';
 import { serverForSuite } from './support/suite.js';
 import { A, agentWithMain, LEAKY_PROMPT, commit, createAgent, mainBranchId, pollRevision, publish, putDraft } from './support/agents.js';
 
@@ -72,6 +72,23 @@ describe.each(testDialects())('publish on %s', (dialect) => {
     expect(after.body.data.revision.revisionNumber).toBe(3);
     await putDraft(suite.server, agent, main, { firstMessage: 'Welcome' });
     expect((await publish(suite.server, agent, main)).status).toBe(202);
+  });
+
+  it('409 publish_in_progress while another process holds the branch publish lock; it expires', async () => {
+    const { agent, main } = await agentWithMain(suite.server);
+    const base = await commit(suite.server, agent, main, { prompt: 'Before the lock.' });
+    await putDraft(suite.server, agent, main, { prompt: 'Locked out.' });
+    const until = new Date(Date.now() + 60_000).toISOString();
+    await storeSql(suite.store, 'UPDATE branches SET lock_token = $1, lock_expires_at = $2 WHERE id = $3', ['other-process', until, main]);
+    const res = await publish(suite.server, agent, main);
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({ status: false, error_type: 'publish_in_progress' });
+    const restore = await suite.server.request('POST', `${A}/agent/${agent}/branches/${main}/revisions/${base._id}/restore`);
+    expect(restore.status).toBe(409);
+    expect(restore.body.error_type).toBe('publish_in_progress');
+    // A lock left by a crashed process stops counting once it expires.
+    await storeSql(suite.store, 'UPDATE branches SET lock_expires_at = $1 WHERE id = $2', [new Date(Date.now() - 1000).toISOString(), main]);
+    expect((await publish(suite.server, agent, main)).status).toBe(200);
   });
 
   it('cancelling an armed publish reopens the revision as the draft', async () => {

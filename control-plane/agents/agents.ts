@@ -207,7 +207,8 @@ export async function listAgents(db: Db, actor: Actor, query: URLSearchParams): 
 
   let base = db.selectFrom('agents').where('org_id', '=', actor.orgId).where('archived', '=', archived);
   if (type) base = base.where('workflow_type', '=', type);
-  if (search) base = base.where('name', 'like', `%${search.replace(/[%_]/g, '')}%`);
+  // Case-insensitive on both stores (LIKE is case-sensitive on PostgreSQL, not on SQLite).
+  if (search) base = base.where((eb) => eb(eb.fn('lower', ['name']), 'like', `%${search.replace(/[%_\\]/g, '').toLowerCase()}%`));
   const total = Number((await base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
   const rows = await base.selectAll().orderBy(column, sortOrder).orderBy('id', sortOrder).limit(size).offset((page - 1) * size).execute();
   const agents = [];

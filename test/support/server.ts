@@ -6,6 +6,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import pg from 'pg';
+import Database from 'better-sqlite3';
 
 export type Dialect = 'sqlite' | 'postgres';
 export const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -155,3 +156,23 @@ export async function createOrgKey(store: StoreEnv, name: string, org: string, e
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Runs one SQL statement directly on a test store, as another process sharing that store would; returns rows. */
+export async function storeSql(store: StoreEnv, statement: string, params: unknown[] = []): Promise<Record<string, unknown>[]> {
+  if (store.dialect === 'sqlite') {
+    const db = new Database(path.join(store.dataDir, 'parley.sqlite'));
+    try {
+      const stmt = db.prepare(statement.replace(/\$\d+/g, '?'));
+      return stmt.reader ? (stmt.all(...params) as Record<string, unknown>[]) : (stmt.run(...params), []);
+    } finally {
+      db.close();
+    }
+  }
+  const client = new pg.Client({ connectionString: PG_URL, options: `-c search_path=${store.env.DATABASE_SCHEMA}` });
+  await client.connect();
+  try {
+    return (await client.query(statement, params)).rows as Record<string, unknown>[];
+  } finally {
+    await client.end();
+  }
+}

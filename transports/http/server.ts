@@ -61,8 +61,13 @@ export class HttpServer {
       headers[k] = v;
     });
     const params: Record<string, string> = {};
+    let malformedPath = false;
     paramNames.forEach((n, i) => {
-      params[n] = decodeURIComponent(req.getParameter(i) ?? '');
+      try {
+        params[n] = decodeURIComponent(req.getParameter(i) ?? '');
+      } catch {
+        malformedPath = true;
+      }
     });
     const path = req.getUrl();
     const query = new URLSearchParams(req.getQuery() ?? '');
@@ -117,6 +122,7 @@ export class HttpServer {
         json: () => parseJson(body),
       };
       try {
+        if (malformedPath) throw new ApiError(400, 'Malformed percent-encoding in the request path');
         if (options.auth === 'key') await this.opts.authenticate(request);
         const response = await handler(request);
         response.headers = { ...request.auth?.rateHeaders, ...response.headers };
