@@ -1,6 +1,6 @@
 // Publishing: each row of the spec's revision state table, the scan-failure 409 and its retry, cancel, concurrent publishes.
 import { describe, expect, it } from 'vitest';
-import { storeSql, testDialects } from './support/server.js';
+import { freshStore, startServer, storeSql, testDialects } from './support/server.js';
 import { serverForSuite } from './support/suite.js';
 import { A, agentWithMain, LEAKY_PROMPT, commit, createAgent, mainBranchId, pollRevision, publish, putDraft } from './support/agents.js';
 
@@ -164,5 +164,53 @@ describe.each(testDialects())('deferred scans on %s (scan budget 0)', (dialect) 
     const again = await publish(suite.server, agent, main);
     expect(again.status, again.text).toBe(200);
     expect(again.body.data).toMatchObject({ state: 'committed', revision: { revisionNumber: 2, status: 'published' } });
+  });
+});
+
+describe.each(testDialects())('publishes interrupted by a crash, on %s', (dialect) => {
+  it('an armed draft left by a crashed publish cannot be edited until the publish is cancelled', async () => {
+    const store = freshStore(dialect);
+    const server = await startServer({ store });
+    try {
+      const { agent, main } = await agentWithMain(server);
+      const draft = (await putDraft(server, agent, main, { prompt: 'Being published.' })).body.data;
+      const pending = JSON.stringify({ state: 'active', startedBy: 'other-process', startedAt: new Date().toISOString() });
+      await storeSql(store, 'UPDATE revisions SET pending_publish = $1 WHERE id = $2', [pending, draft._id]);
+      for (const res of [await putDraft(server, agent, main, { prompt: 'Sneaked in.' }), await server.request('DELETE', `${A}/agent/${agent}/branches/${main}/draft`)]) {
+        expect(res.status).toBe(409);
+        expect(res.body.error_type).toBe('publish_in_progress');
+      }
+      expect((await server.request('POST', `${A}/agent/${agent}/branches/${main}/draft/publish/cancel`)).status).toBe(200);
+      expect((await putDraft(server, agent, main, { prompt: 'Edited after cancel.' })).status).toBe(200);
+    } finally {
+      await server.stop();
+      await store.cleanup();
+    }
+  });
+
+  it('a deferred scan that never settled is resumed at start-up and commits', async () => {
+    const store = freshStore(dialect);
+    let server = await startServer({ store });
+    try {
+      const { agent, main } = await agentWithMain(server);
+      const draft = (await putDraft(server, agent, main, { prompt: 'Scanned after a restart.' })).body.data;
+      await server.stop();
+      // The state a crash leaves between the 202 answer and the end of the background scan.
+      const now = new Date().toISOString();
+      await storeSql(store, 'UPDATE revisions SET pending_publish = $1, security_check = $2, listed_at = $3, draft_id = NULL WHERE id = $4', [
+        JSON.stringify({ state: 'active', startedBy: 'bootstrap', startedAt: now }),
+        JSON.stringify({ status: 'pending', reason: null, triggeredAt: now, completedAt: null }),
+        now,
+        draft._id,
+      ]);
+      await storeSql(store, 'UPDATE branches SET open_draft_id = NULL WHERE id = $1', [main]);
+      server = await startServer({ store });
+      expect(server.logs.join('\n')).toMatch(/"resumed":1/);
+      const done = await pollRevision(server, agent, main, draft._id, (r) => r.status === 'published');
+      expect(done).toMatchObject({ revisionNumber: 1, securityCheck: { status: 'passed' }, isActive: true });
+    } finally {
+      await server.stop();
+      await store.cleanup();
+    }
   });
 });

@@ -1,12 +1,12 @@
 // A branch's open draft: upsert with optimistic concurrency (`expectedRevision`), read with edit history, discard.
 import type { Db, Tx } from '../store/db.js';
 import { newId, nowIso } from '../store/ids.js';
-import { ApiError, badRequest, notFound } from '../errors.js';
+import { ApiError, badRequest, conflict, notFound } from '../errors.js';
 import { WORKFLOW_TYPES } from './config-schema.js';
 import { FIELD_SECTION, applyConfigPatch, getPath, leafWrites, pathsOverlap, sameValue, type BlockRefs, type Section } from './config.js';
 import { loadAgent, loadAgentForWrite, type Actor, type AgentRow } from './agents.js';
 import { assertWritable, liveHeadId, loadBranch } from './branches.js';
-import { loadConfig, revisionDto, storeBlocks, type BranchRow, type RevisionRow } from './records.js';
+import { loadConfig, parseJson, revisionDto, storeBlocks, type BranchRow, type PendingPublish, type RevisionRow } from './records.js';
 
 /** Where a new draft starts: the newest content of the branch (a scanning revision, else the head, else the agent's base). */
 export async function branchTipRefs(q: Db | Tx, agent: AgentRow, branch: BranchRow): Promise<{ refs: BlockRefs; parent: RevisionRow | null }> {
@@ -51,6 +51,7 @@ export async function putDraft(db: Db, actor: Actor, agentId: string, branchId: 
     const next = Number(bumped.draft_counter);
     const latest = next - 1;
     const draft = branch.open_draft_id ? await tx.selectFrom('revisions').selectAll().where('id', '=', branch.open_draft_id).executeTakeFirstOrThrow() : null;
+    if (draft) assertNotArmed(draft);
     const base = draft ? Number(draft.draft_base_revision) : latest;
 
     const tip = draft ? { refs: JSON.parse(draft.blocks) as BlockRefs, parent: null } : await branchTipRefs(tx, agent, branch);
@@ -148,6 +149,13 @@ async function assertNoConflict(tx: Tx, draftId: string, expected: number, lates
 }
 
 
+/** The content of a draft being published is what gets scanned: it cannot change until the publish commits or is cancelled. */
+function assertNotArmed(draft: RevisionRow): void {
+  if (parseJson<PendingPublish>(draft.pending_publish)?.state === 'active') {
+    throw conflict('publish_in_progress', 'This draft is being published; edit it once the publish commits or is cancelled');
+  }
+}
+
 export async function openDraft(q: Db | Tx, branch: BranchRow): Promise<RevisionRow> {
   if (!branch.open_draft_id) throw notFound('This branch has no open draft');
   return q.selectFrom('revisions').selectAll().where('id', '=', branch.open_draft_id).executeTakeFirstOrThrow();
@@ -174,6 +182,7 @@ export async function discardDraft(db: Db, actor: Actor, agentId: string, branch
     const branch = await loadBranch(tx, agent, branchId);
     assertWritable(branch);
     const draft = await openDraft(tx, branch);
+    assertNotArmed(draft);
     await tx.updateTable('branches').set({ open_draft_id: null, updated_by: actor.name, updated_at: nowIso() }).where('id', '=', branchId).execute();
     await tx.deleteFrom('draft_edits').where('draft_id', '=', draft.id).execute();
     await tx.deleteFrom('revisions').where('id', '=', draft.id).execute();

@@ -18,8 +18,32 @@ export interface PublishResult {
   data: { state: 'committed'; revision: Record<string, unknown> } | { state: 'scanning' };
 }
 
-const LOCK_MS = 60_000;
 type Verdict = { kind: 'passed' } | { kind: 'failed'; reason: string } | { kind: 'error'; reason: string };
+
+/**
+ * One scan of one armed revision: the blocks that were scanned and when the publish was armed. A verdict only
+ * settles the revision while it is still armed by that same publish with those same blocks.
+ */
+interface Attempt {
+  revisionId: string;
+  blocks: string;
+  armedAt: string;
+}
+
+function isArmedBy(row: RevisionRow | undefined, attempt: Attempt): row is RevisionRow {
+  const pending = parseJson<PendingPublish>(row?.pending_publish ?? null);
+  return row?.status === 'draft' && pending?.state === 'active' && pending.startedAt === attempt.armedAt && row.blocks === attempt.blocks;
+}
+
+async function loadArmed(q: Db | Tx, attempt: Attempt): Promise<RevisionRow | null> {
+  const row = await q.selectFrom('revisions').selectAll().where('id', '=', attempt.revisionId).executeTakeFirst();
+  return isArmedBy(row, attempt) ? row : null;
+}
+
+/** Takes the branch row's write lock for the rest of the transaction (PostgreSQL; SQLite transactions serialize). */
+async function lockBranchRow(tx: Tx, branchId: string): Promise<void> {
+  await tx.updateTable('branches').set({ updated_at: nowIso() }).where('id', '=', branchId).execute();
+}
 
 export class PublishService {
   constructor(
@@ -27,7 +51,12 @@ export class PublishService {
     private readonly scanner: ScanRunner,
     private readonly budgetMs: number,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    // The per-branch lock is held for a publish's scan budget and its commit; a crashed holder's lock expires.
+    this.lockMs = Math.max(10_000, budgetMs * 2 + 5_000);
+  }
+
+  private readonly lockMs: number;
 
   async publish(actor: Actor, agentId: string, branchId: string, body: unknown): Promise<PublishResult> {
     const label = parseLabel(body);
@@ -40,14 +69,16 @@ export class PublishService {
       const fresh = await loadBranch(this.db, agent, branchId);
       if (fresh.open_draft_id !== draft.id) throw notFound('This branch has no open draft');
       await this.assertNotBlocked(branchId);
-      const pending: PendingPublish = { state: 'active', startedBy: actor.name, startedAt: nowIso() };
-      const check: SecurityCheck = { status: 'pending', reason: null, triggeredAt: nowIso(), completedAt: null };
-      await this.db
+      const armedAt = nowIso();
+      const pending: PendingPublish = { state: 'active', startedBy: actor.name, startedAt: armedAt };
+      const check: SecurityCheck = { status: 'pending', reason: null, triggeredAt: armedAt, completedAt: null };
+      const row = await this.db
         .updateTable('revisions')
-        .set({ pending_publish: JSON.stringify(pending), security_check: JSON.stringify(check), label, published_by: actor.name, updated_at: nowIso() })
+        .set({ pending_publish: JSON.stringify(pending), security_check: JSON.stringify(check), label, published_by: actor.name, updated_at: armedAt })
         .where('id', '=', draft.id)
-        .execute();
-      return this.scanAndSettle(agent, branchId, draft.id, actor.name, true);
+        .returning('blocks')
+        .executeTakeFirstOrThrow();
+      return this.scanAndSettle(agent, branchId, { revisionId: draft.id, blocks: row.blocks, armedAt }, actor.name, true);
     });
   }
 
@@ -67,9 +98,12 @@ export class PublishService {
     if (row.status !== 'draft' || row.listed_at === null) throw badRequest('Only a revision that is still scanning can have its scan retried');
     if (check?.status === 'pending') throw conflict('publish_in_progress', 'The security scan of this revision is still running');
     return this.withLock(branchId, async () => {
+      const current = await this.db.selectFrom('revisions').selectAll().where('id', '=', revisionId).executeTakeFirstOrThrow();
+      const pending = parseJson<PendingPublish>(current.pending_publish);
+      if (current.status !== 'draft' || current.listed_at === null || pending?.state !== 'active') throw badRequest('Only a revision that is still scanning can have its scan retried');
       const started: SecurityCheck = { status: 'pending', reason: null, triggeredAt: nowIso(), completedAt: null, ...(acknowledgedRules.length ? { acknowledgedRules } : {}) };
       await this.db.updateTable('revisions').set({ security_check: JSON.stringify(started), updated_at: nowIso() }).where('id', '=', revisionId).execute();
-      return this.scanAndSettle(agent, branchId, revisionId, actor.name, false);
+      return this.scanAndSettle(agent, branchId, { revisionId, blocks: current.blocks, armedAt: pending.startedAt }, actor.name, false);
     });
   }
 
@@ -78,62 +112,75 @@ export class PublishService {
    * Within budget and passed: commit now (200). Otherwise the revision enters history as scanning (202);
    * a deferred scan settles it in the background.
    */
-  private async scanAndSettle(agent: AgentRow, branchId: string, revisionId: string, actorName: string, fromDraft: boolean): Promise<PublishResult> {
-    const row = await this.db.selectFrom('revisions').selectAll().where('id', '=', revisionId).executeTakeFirstOrThrow();
-    const todo = await unscannedSections(this.db, JSON.parse(row.blocks) as BlockRefs);
+  private async scanAndSettle(agent: AgentRow, branchId: string, attempt: Attempt, actorName: string, fromDraft: boolean): Promise<PublishResult> {
+    const todo = await unscannedSections(this.db, JSON.parse(attempt.blocks) as BlockRefs);
     // Content whose every block passed a scan before needs no fresh scan: it commits at once, whatever the budget.
-    const verdictPromise = this.verdict(row, todo);
+    const verdictPromise = this.verdict(attempt, todo);
     const inBudget = todo.length === 0 ? await verdictPromise : this.budgetMs > 0 ? await raceBudget(verdictPromise, this.budgetMs) : null;
     if (inBudget?.kind === 'passed') {
-      const committed = await this.commit(agent, branchId, revisionId, actorName);
+      const committed = await this.commit(agent, branchId, attempt, actorName);
       if (committed) return { status: 200, data: { state: 'committed', revision: committed } };
-      throw conflict('publish_cancelled', 'The publish was cancelled before it committed');
+      throw conflict('publish_in_progress', 'The publish was cancelled before it committed');
     }
+    const revisionId = attempt.revisionId;
     await this.db.transaction().execute(async (tx) => {
+      await lockBranchRow(tx, branchId);
+      if (!(await loadArmed(tx, attempt))) throw conflict('publish_in_progress', 'The publish was cancelled before it entered the history');
       if (fromDraft) {
-        await tx.updateTable('branches').set({ open_draft_id: null, updated_at: nowIso() }).where('id', '=', branchId).where('open_draft_id', '=', revisionId).execute();
-        await tx.updateTable('revisions').set({ listed_at: nowIso(), draft_id: null, draft_revision: null, source_draft_id: revisionId }).where('id', '=', revisionId).execute();
+        await tx.updateTable('branches').set({ open_draft_id: null }).where('id', '=', branchId).where('open_draft_id', '=', revisionId).execute();
+        await tx.updateTable('revisions').set({ listed_at: nowIso(), draft_id: null, source_draft_id: revisionId }).where('id', '=', revisionId).execute();
       }
-      if (inBudget) await this.recordFailure(tx, revisionId, inBudget);
+      if (inBudget) await this.recordFailure(tx, branchId, attempt, inBudget);
     });
-    if (!inBudget) void verdictPromise.then((v) => this.settleInBackground(agent, branchId, revisionId, actorName, v));
+    if (!inBudget) void verdictPromise.then((v) => this.settleInBackground(agent, branchId, attempt, actorName, v));
     return { status: 202, data: { state: 'scanning' } };
   }
 
   /** Scans the sections in `todo` (those not passed before), ignoring findings of rules acknowledged on a retry. */
-  private async verdict(row: RevisionRow, todo: Section[]): Promise<Verdict> {
+  /** Never rejects: a store or scanner failure is an `error` verdict (the revision can be retried). */
+  private async verdict(attempt: Attempt, todo: Section[]): Promise<Verdict> {
     if (todo.length === 0) return { kind: 'passed' };
-    const sections = await loadSections(this.db, JSON.parse(row.blocks) as BlockRefs);
-    const outcome: ScanOutcome = await this.scanner.scan(Object.fromEntries(todo.map((s) => [s, sections[s]])));
-    if (!outcome.ok) return { kind: 'error', reason: `Security scan could not complete: ${outcome.error}; retry the scan` };
-    const acknowledged = new Set(parseJson<SecurityCheck>(row.security_check)?.acknowledgedRules ?? []);
-    const reason = summarizeFindings(outcome.findings.filter((f) => !acknowledged.has(f.rule)));
-    return reason === null ? { kind: 'passed' } : { kind: 'failed', reason };
-  }
-
-  private async settleInBackground(agent: AgentRow, branchId: string, revisionId: string, actorName: string, verdict: Verdict): Promise<void> {
     try {
-      await this.withLock(branchId, async () => {
-        if (verdict.kind === 'passed') await this.commit(agent, branchId, revisionId, actorName);
-        else await this.recordFailure(this.db, revisionId, verdict);
-      }, true);
+      const sections = await loadSections(this.db, JSON.parse(attempt.blocks) as BlockRefs);
+      const outcome: ScanOutcome = await this.scanner.scan(Object.fromEntries(todo.map((s) => [s, sections[s]])));
+      if (!outcome.ok) return { kind: 'error', reason: `Security scan could not complete: ${outcome.error}; retry the scan` };
+      const row = await this.db.selectFrom('revisions').select('security_check').where('id', '=', attempt.revisionId).executeTakeFirst();
+      const acknowledged = new Set(parseJson<SecurityCheck>(row?.security_check ?? null)?.acknowledgedRules ?? []);
+      const reason = summarizeFindings(outcome.findings.filter((f) => !acknowledged.has(f.rule)));
+      return reason === null ? { kind: 'passed' } : { kind: 'failed', reason };
     } catch (err) {
-      this.logger.error({ err: err instanceof Error ? err.message : String(err), revisionId }, 'settling a deferred scan failed');
+      this.logger.error({ err: err instanceof Error ? err.message : String(err), revisionId: attempt.revisionId }, 'security scan failed to run');
+      return { kind: 'error', reason: 'Security scan could not complete (internal error); retry the scan' };
     }
   }
 
-  private async recordFailure(q: Db | Tx, revisionId: string, verdict: Exclude<Verdict, { kind: 'passed' }>): Promise<void> {
-    const row = await q.selectFrom('revisions').select('security_check').where('id', '=', revisionId).executeTakeFirst();
-    const prior = parseJson<SecurityCheck>(row?.security_check ?? null);
-    const check: SecurityCheck = { ...prior, status: 'failed', reason: verdict.reason, triggeredAt: prior?.triggeredAt ?? nowIso(), completedAt: nowIso() };
-    await q.updateTable('revisions').set({ security_check: JSON.stringify(check), updated_at: nowIso() }).where('id', '=', revisionId).where('status', '=', 'draft').execute();
+  private async settleInBackground(agent: AgentRow, branchId: string, attempt: Attempt, actorName: string, verdict: Verdict): Promise<void> {
+    try {
+      await this.withLock(branchId, async () => {
+        if (verdict.kind === 'passed') await this.commit(agent, branchId, attempt, actorName);
+        else await this.db.transaction().execute((tx) => this.recordFailure(tx, branchId, attempt, verdict));
+      }, true);
+    } catch (err) {
+      this.logger.error({ err: err instanceof Error ? err.message : String(err), revisionId: attempt.revisionId }, 'settling a deferred scan failed');
+    }
   }
 
-  /** Commits an armed revision at the branch head with the next revision number; null if it was cancelled meanwhile. */
-  private async commit(agent: AgentRow, branchId: string, revisionId: string, actorName: string): Promise<Record<string, unknown> | null> {
+  private async recordFailure(tx: Tx, branchId: string, attempt: Attempt, verdict: Exclude<Verdict, { kind: 'passed' }>): Promise<void> {
+    await lockBranchRow(tx, branchId);
+    const row = await loadArmed(tx, attempt);
+    if (!row) return;
+    const prior = parseJson<SecurityCheck>(row.security_check);
+    const check: SecurityCheck = { ...prior, status: 'failed', reason: verdict.reason, triggeredAt: prior?.triggeredAt ?? nowIso(), completedAt: nowIso() };
+    await tx.updateTable('revisions').set({ security_check: JSON.stringify(check), updated_at: nowIso() }).where('id', '=', row.id).execute();
+  }
+
+  /** Commits the armed revision at the branch head with the next revision number; null if that publish was cancelled meanwhile. */
+  private async commit(agent: AgentRow, branchId: string, attempt: Attempt, actorName: string): Promise<Record<string, unknown> | null> {
+    const revisionId = attempt.revisionId;
     const done = await this.db.transaction().execute(async (tx) => {
-      const row = await tx.selectFrom('revisions').selectAll().where('id', '=', revisionId).executeTakeFirstOrThrow();
-      if (row.status !== 'draft' || parseJson<PendingPublish>(row.pending_publish)?.state !== 'active') return false;
+      await lockBranchRow(tx, branchId);
+      const row = await loadArmed(tx, attempt);
+      if (!row) return false;
       const refs = JSON.parse(row.blocks) as BlockRefs;
       const number = await nextRevisionNumber(tx, branchId);
       const score = await this.score(tx, refs, row.workflow_type);
@@ -201,6 +248,7 @@ export class PublishService {
     }
     await this.assertNotBlocked(branchId);
     return this.withLock(branchId, async () => {
+      await this.assertNotBlocked(branchId);
       const id = newId();
       await this.db.transaction().execute(async (tx) => {
         const head = await tx.selectFrom('branches').select('head_revision_id').where('id', '=', branchId).executeTakeFirstOrThrow();
@@ -250,7 +298,8 @@ export class PublishService {
     const agent = await loadAgentForWrite(this.db, actor, agentId);
     const branch = await loadBranch(this.db, agent, branchId);
     assertWritable(branch);
-    await this.db.transaction().execute(async (tx) => {
+    await this.withLock(branchId, () => this.db.transaction().execute(async (tx) => {
+      await lockBranchRow(tx, branchId);
       const armed = await tx.selectFrom('revisions').selectAll().where('branch_id', '=', branchId).where('status', '=', 'draft').where('pending_publish', 'is not', null).execute();
       for (const row of armed) {
         const pending = parseJson<PendingPublish>(row.pending_publish);
@@ -266,14 +315,14 @@ export class PublishService {
             status: reopen ? 'draft' : 'archived',
             listed_at: null,
             draft_id: reopen ? row.id : null,
-            draft_revision: reopen ? (row.draft_revision ?? row.draft_base_revision) : null,
+            draft_revision: reopen ? row.draft_revision : null,
             updated_at: nowIso(),
           })
           .where('id', '=', row.id)
           .execute();
         if (reopen) await tx.updateTable('branches').set({ open_draft_id: row.id, updated_by: actor.name, updated_at: nowIso() }).where('id', '=', branchId).execute();
       }
-    });
+    }), true);
   }
 
   /** After a restart: scans that were deferred and never settled run again in the background. */
@@ -284,10 +333,13 @@ export class PublishService {
       if (parseJson<SecurityCheck>(row.security_check)?.status !== 'pending' || !row.branch_id) continue;
       const agent = await this.db.selectFrom('agents').selectAll().where('id', '=', row.agent_id).executeTakeFirst();
       if (!agent) continue;
+      const pending = parseJson<PendingPublish>(row.pending_publish);
+      if (pending?.state !== 'active') continue;
       resumed++;
-      const branchId = row.branch_id;
+      const attempt: Attempt = { revisionId: row.id, blocks: row.blocks, armedAt: pending.startedAt };
       const todo = await unscannedSections(this.db, JSON.parse(row.blocks) as BlockRefs);
-      void this.verdict(row, todo).then((v) => this.settleInBackground(agent, branchId, row.id, row.published_by ?? 'system', v));
+      const branchId = row.branch_id;
+      void this.verdict(attempt, todo).then((v) => this.settleInBackground(agent, branchId, attempt, row.published_by ?? 'system', v));
     }
     return resumed;
   }
@@ -308,7 +360,7 @@ export class PublishService {
       const now = new Date();
       const res = await this.db
         .updateTable('branches')
-        .set({ lock_token: token, lock_expires_at: new Date(now.getTime() + LOCK_MS).toISOString() })
+        .set({ lock_token: token, lock_expires_at: new Date(now.getTime() + this.lockMs).toISOString() })
         .where('id', '=', branchId)
         .where((eb) => eb.or([eb('lock_token', 'is', null), eb('lock_expires_at', '<', now.toISOString())]))
         .executeTakeFirst();

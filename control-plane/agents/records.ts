@@ -90,7 +90,8 @@ export function revisionDto(row: RevisionRow, opts: { liveHeadId?: string | null
     restoredFromRevisionId: row.restored_from_revision_id,
     draftId: row.draft_id,
     draftName: row.draft_name,
-    draftRevision: row.draft_revision,
+    // A revision that entered the history (scanning) is no longer an editable draft; its edit number is kept for a cancel.
+    draftRevision: row.listed_at === null ? row.draft_revision : null,
     sourceVersionId: row.source_version_id,
     sourceDraftId: row.source_draft_id,
     blocks,
