@@ -209,3 +209,27 @@ describe('determinism and summary', () => {
     expectRedacted(findings, BEARER);
   });
 });
+
+describe('scanConfig: no hiding places', () => {
+  it('scans auth blocks for known key formats while taking vault names there as names', () => {
+    const leaked = scanConfig({ call_handling: { preCallAPI: { auth: { type: 'bearer', token: OPENAI } } } });
+    expect(leaked).toEqual([expect.objectContaining({ rule: 'api_key', path: 'preCallAPI.auth.token' })]);
+    expect(scanConfig({ call_handling: { preCallAPI: { auth: { type: 'bearer', token: 'prod_payments_gateway_token' } } } })).toEqual([]);
+  });
+
+  it('scans every field of a {key, value} pair and numbers as well as strings', () => {
+    const pair = scanConfig({ widget: { headersArray: [{ key: 'X-Trace', value: 'ok', note: `backup ${GITHUB}` }] } });
+    expect(pair).toEqual([expect.objectContaining({ rule: 'api_key', path: 'headersArray.0.note' })]);
+    const card = scanConfig({ call_handling: { defaultVariables: { card: 4111111111111111 } } });
+    expect(card).toEqual([expect.objectContaining({ rule: 'card_number', path: 'defaultVariables.card' })]);
+  });
+
+  it('scans the whole of a very long string and survives deep nesting', () => {
+    const long = `${'filler text '.repeat(30_000)} ${SLACK}`;
+    expect(long.length).toBeGreaterThan(300_000);
+    expect(inPrompt(long)).toEqual([expect.objectContaining({ rule: 'api_key' })]);
+    let deep: unknown = AWS;
+    for (let i = 0; i < 50_000; i++) deep = [deep];
+    expect(scanConfig({ widget: { deep } }).map((f) => f.rule)).toEqual(['api_key']);
+  });
+});

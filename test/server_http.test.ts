@@ -71,6 +71,18 @@ describe('HTTP server', () => {
     expect(res.body).toEqual({ status: false, errors: ['Malformed JSON in request body'] });
   });
 
+  it('answers 400, not a crash, for inherited property names and over-deep JSON', async () => {
+    for (const raw of ['{"name":"x","constructor":1}', '{"name":"x","toString":"y","__proto__":{"valueOf":1}}']) {
+      const res = await server.request('POST', '/atoms/v1/agent', { raw, headers: { 'content-type': 'application/json' } });
+      expect(res.status, res.text).toBe(201);
+    }
+    expect((await server.request('GET', '/atoms/v1/agent?sortField=constructor')).status).toBe(400);
+    const deep = `{"name":"x","widgetConfig":${'['.repeat(40)}1${']'.repeat(40)}}`;
+    const res = await server.request('POST', '/atoms/v1/agent', { raw: deep, headers: { 'content-type': 'application/json' } });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ status: false, errors: ['JSON nested deeper than 32 levels'] });
+  });
+
   it('refuses an oversize body with 413, declared or streamed', async () => {
     const big = JSON.stringify({ name: 'x'.repeat(5000) });
     const declared = await server.request('POST', '/atoms/v1/agent', { raw: big, headers: { 'content-type': 'application/json' } });

@@ -5,7 +5,7 @@ import type { Selectable } from 'kysely';
 import { newId, nowIso } from '../store/ids.js';
 import { ApiError, badRequest, forbidden, locked, notFound } from '../errors.js';
 import { WORKFLOW_TYPES } from './config-schema.js';
-import { FIELD_SECTION, applyConfigPatch, defaultConfig, type AgentConfig, type BlockRefs } from './config.js';
+import { applyConfigPatch, defaultConfig, pickConfig, type AgentConfig, type BlockRefs } from './config.js';
 import { loadConfig, parseJson, storeBlocks } from './records.js';
 
 export type AgentRow = Selectable<AgentsTable>;
@@ -33,10 +33,6 @@ export async function loadAgentForWrite(q: Db | Tx, actor: Actor, agentId: strin
     throw locked(`Configuration freeze is active on this agent${freeze.reason ? ` (${freeze.reason})` : ''}; writes are blocked until it is cleared`);
   }
   return row;
-}
-
-function pickConfig(body: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(body).filter(([k]) => FIELD_SECTION[k] !== undefined));
 }
 
 function validateMeta(body: Record<string, unknown>): string[] {
@@ -196,7 +192,7 @@ export async function listAgents(db: Db, actor: Actor, query: URLSearchParams): 
   const page = intParam(query, 'page', 1, 1, 1_000_000);
   const size = intParam(query, 'offset', 10, 1, 100);
   const sortField = query.get('sortField') ?? 'createdAt';
-  const column = SORT_FIELDS[sortField as keyof typeof SORT_FIELDS];
+  const column = Object.hasOwn(SORT_FIELDS, sortField) ? SORT_FIELDS[sortField as keyof typeof SORT_FIELDS] : undefined;
   if (!column) throw badRequest(`sortField: must be one of ${Object.keys(SORT_FIELDS).join(', ')}`);
   const sortOrder = query.get('sortOrder') ?? 'desc';
   if (sortOrder !== 'asc' && sortOrder !== 'desc') throw badRequest('sortOrder: must be asc or desc');

@@ -148,7 +148,7 @@ export type WorkflowType = (typeof WORKFLOW_TYPES)[number];
 
 /** Validates one field; returns messages naming the field path. */
 export function validateField(field: string, value: unknown): string[] {
-  const schema = CONFIG_FIELDS[field];
+  const schema = Object.hasOwn(CONFIG_FIELDS, field) ? CONFIG_FIELDS[field] : undefined;
   if (!schema) return [`${field}: unknown configuration field`];
   const result = schema.safeParse(value);
   if (result.success) return [];

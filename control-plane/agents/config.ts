@@ -62,6 +62,16 @@ export const FIELD_SECTION: Record<string, Section> = {
   playbooks: 'playbooks',
 };
 
+/** The section a configuration field lives in; undefined for anything else (including inherited names like `constructor`). */
+export function sectionOf(field: string): Section | undefined {
+  return Object.hasOwn(FIELD_SECTION, field) ? FIELD_SECTION[field] : undefined;
+}
+
+/** The configuration fields of a request body. */
+export function pickConfig(body: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(body).filter(([k]) => sectionOf(k) !== undefined));
+}
+
 for (const field of Object.keys(CONFIG_FIELDS)) {
   if (!FIELD_SECTION[field]) throw new Error(`config field ${field} has no section`);
 }
@@ -113,7 +123,7 @@ export function defaultConfig(): AgentConfig {
 export function splitConfig(config: AgentConfig): SectionContents {
   const out = Object.fromEntries(SECTIONS.map((s) => [s, {}])) as SectionContents;
   for (const [field, value] of Object.entries(config)) {
-    const section = FIELD_SECTION[field];
+    const section = sectionOf(field);
     if (section && value !== undefined) out[section][field] = value;
   }
   return out;
@@ -182,7 +192,7 @@ export function applyConfigPatch(current: AgentConfig, patch: Record<string, unk
   const touched: string[] = [];
   const errors: string[] = [];
   for (const [field, value] of Object.entries(patch)) {
-    if (!FIELD_SECTION[field]) continue;
+    if (!sectionOf(field)) continue;
     const next = isPlainObject(value) && isPlainObject(current[field]) ? deepMerge(current[field], value) : value;
     errors.push(...validateField(field, next));
     merged[field] = next;

@@ -3,7 +3,7 @@ import type { Db, Tx } from '../store/db.js';
 import { newId, nowIso } from '../store/ids.js';
 import { ApiError, badRequest, conflict, notFound } from '../errors.js';
 import { WORKFLOW_TYPES } from './config-schema.js';
-import { FIELD_SECTION, applyConfigPatch, getPath, leafWrites, pathsOverlap, sameValue, type BlockRefs, type Section } from './config.js';
+import { applyConfigPatch, pickConfig, sectionOf, getPath, leafWrites, pathsOverlap, sameValue, type BlockRefs, type Section } from './config.js';
 import { loadAgent, loadAgentForWrite, type Actor, type AgentRow } from './agents.js';
 import { assertWritable, liveHeadId, loadBranch } from './branches.js';
 import { loadConfig, parseJson, revisionDto, storeBlocks, type BranchRow, type PendingPublish, type RevisionRow } from './records.js';
@@ -30,7 +30,7 @@ export async function putDraft(db: Db, actor: Actor, agentId: string, branchId: 
   if (expected !== undefined && (typeof expected !== 'number' || !Number.isInteger(expected) || expected < 0)) {
     throw badRequest('expectedRevision: must be an integer >= 0');
   }
-  const patch = Object.fromEntries(Object.entries(input).filter(([k]) => FIELD_SECTION[k] !== undefined));
+  const patch = pickConfig(input);
   const workflowType = input.workflowType;
   if (workflowType !== undefined && !WORKFLOW_TYPES.includes(workflowType as never)) throw badRequest(`workflowType: must be one of ${WORKFLOW_TYPES.join(', ')}`);
   if (Object.keys(patch).length === 0 && workflowType === undefined) throw badRequest('No recognized config fields in request body');
@@ -70,7 +70,7 @@ export async function putDraft(db: Db, actor: Actor, agentId: string, branchId: 
     if (errors.length) throw badRequest(errors);
     const refs = await storeBlocks(tx, agentId, merged);
     const writes = leafWrites(patch);
-    const changedSections = [...new Set(Object.keys(patch).map((f) => FIELD_SECTION[f] as Section))];
+    const changedSections = [...new Set(Object.keys(patch).map((f) => sectionOf(f) as Section))];
     const now = nowIso();
     let id: string;
     if (draft) {

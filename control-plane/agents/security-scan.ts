@@ -156,38 +156,50 @@ function scanText(text: string, at: (rule: ScanRule, excerpt: string, message: s
   }
 }
 
-function walk(value: unknown, path: string, visit: (path: string, text: string, key: string | null) => void, key: string | null = null): void {
-  if (typeof value === 'string') {
-    visit(path, value.length > 200_000 ? value.slice(0, 200_000) : value, key);
-  } else if (Array.isArray(value)) {
-    value.forEach((v, i) => walk(v, path ? `${path}.${i}` : String(i), visit, key));
-  } else if (value && typeof value === 'object') {
-    const obj = value as Record<string, unknown>;
-    // {key, value} pairs (headersArray, queryParams): judge the value by the pair's key name.
-    if (typeof obj.key === 'string' && typeof obj.value === 'string' && Object.keys(obj).length <= 3) {
-      visit(path ? `${path}.value` : 'value', obj.value, obj.key);
-      return;
-    }
-    for (const [k, v] of Object.entries(obj)) {
-      // Tool `auth` blocks hold secret-vault NAMES, not secrets.
-      if (k === 'auth') continue;
-      walk(v, path ? `${path}.${k}` : k, visit, k);
+interface Leaf {
+  path: string;
+  text: string;
+  /** Name of the field (or of the {key, value} pair) holding the text. */
+  key: string | null;
+  /** Inside an `auth` block, whose fields name secrets in the vault rather than hold them. */
+  inAuth: boolean;
+}
+
+/** Every string and number in the content, iteratively (no recursion depth limit), with its path. */
+function leaves(content: unknown): Leaf[] {
+  const out: Leaf[] = [];
+  const stack: { value: unknown; path: string; key: string | null; inAuth: boolean }[] = [{ value: content, path: '', key: null, inAuth: false }];
+  const join = (path: string, k: string | number) => (path ? `${path}.${k}` : String(k));
+  while (stack.length) {
+    const { value, path, key, inAuth } = stack.pop() as (typeof stack)[number];
+    if (typeof value === 'string') out.push({ path, text: value, key, inAuth });
+    else if (typeof value === 'number' && Number.isFinite(value)) out.push({ path, text: String(value), key, inAuth });
+    else if (Array.isArray(value)) value.forEach((v, i) => stack.push({ value: v, path: join(path, i), key, inAuth }));
+    else if (value && typeof value === 'object') {
+      const obj = value as Record<string, unknown>;
+      // {key, value} pairs (headersArray, queryParams): the value is judged by the pair's key name.
+      const pairKey = typeof obj.key === 'string' && 'value' in obj ? obj.key : null;
+      for (const [k, v] of Object.entries(obj)) {
+        stack.push({ value: v, path: join(path, k), key: pairKey !== null && k === 'value' ? pairKey : k, inAuth: inAuth || k === 'auth' });
+      }
     }
   }
+  return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
 export function scanSection(section: string, content: unknown): ScanFinding[] {
   const findings: ScanFinding[] = [];
-  walk(content, '', (path, text, key) => {
+  for (const { path, text, key, inAuth } of leaves(content)) {
     scanText(text, (rule, excerpt, message) => findings.push({ rule, section, path, excerpt, message }));
-    // Generic: a credential-named field holding a high-entropy literal.
+    // Generic: a credential-named field holding a high-entropy literal (not a vault secret name in an auth block).
     const literal = text.replace(/^Bearer\s+/i, '').trim();
-    if (key && CRED_NAME.test(key) && literal.length >= 16 && literal.length <= MAX_TOKEN && !/\{\{/.test(literal) && !/\s/.test(literal) && entropy(literal) >= 3.5) {
+    const looksLikeSecretName = inAuth && /^[A-Za-z][A-Za-z0-9_.-]{0,127}$/.test(literal);
+    if (key && !looksLikeSecretName && CRED_NAME.test(key) && literal.length >= 16 && literal.length <= MAX_TOKEN && !/\{\{/.test(literal) && !/\s/.test(literal) && entropy(literal) >= 3.5) {
       if (!findings.some((f) => f.path === path && f.rule === 'api_key')) {
         findings.push({ rule: 'api_key', section, path, excerpt: mask(literal), message: `A credential appears as a literal value of "${key}".` });
       }
     }
-  });
+  }
   return findings;
 }
 

@@ -200,13 +200,30 @@ export class HttpServer {
   }
 }
 
+/** Deepest nesting of arrays and objects a request body may have (configurations need a handful of levels). */
+const MAX_JSON_DEPTH = 32;
+
 function parseJson(body: Buffer): unknown {
   if (body.length === 0) return {};
+  let value: unknown;
   try {
-    return JSON.parse(body.toString('utf8'));
+    value = JSON.parse(body.toString('utf8'));
   } catch {
     throw new ApiError(400, 'Malformed JSON in request body');
   }
+  if (nestingExceeds(value, MAX_JSON_DEPTH)) throw new ApiError(400, `JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
+  return value;
+}
+
+function nestingExceeds(root: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[root, 0]];
+  while (stack.length) {
+    const [value, depth] = stack.pop() as [unknown, number];
+    if (value === null || typeof value !== 'object') continue;
+    if (depth >= max) return true;
+    for (const child of Object.values(value)) stack.push([child, depth + 1]);
+  }
+  return false;
 }
 
 function encodeBody(body: unknown): { body: string | Buffer; contentType?: string } {
