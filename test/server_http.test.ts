@@ -142,7 +142,7 @@ describe('a failing handler', () => {
       expect(res.status).toBe(500);
       expect(res.body).toEqual({ status: false, errors: ['Internal server error'] });
       expect(res.text).not.toMatch(/agents|sqlite|at .*\.ts/i);
-      expect(server.logs.join('\n')).toMatch(/"msg":"handler failed"/);
+      expect(await server.waitForLog(/"msg":"handler failed"/)).toMatch(/agents/);
       db.exec('ALTER TABLE agents_moved RENAME TO agents');
       expect((await server.request('GET', '/atoms/v1/agent')).status).toBe(200);
     } finally {

@@ -205,7 +205,7 @@ describe.each(testDialects())('publishes interrupted by a crash, on %s', (dialec
       ]);
       await storeSql(store, 'UPDATE branches SET open_draft_id = NULL WHERE id = $1', [main]);
       server = await startServer({ store });
-      expect(server.logs.join('\n')).toMatch(/"resumed":1/);
+      await server.waitForLog(/"resumed":1/);
       const done = await pollRevision(server, agent, main, draft._id, (r) => r.status === 'published');
       expect(done).toMatchObject({ revisionNumber: 1, securityCheck: { status: 'passed' }, isActive: true });
     } finally {

@@ -93,6 +93,17 @@ export class TestServer {
     return { status: res.status, headers: res.headers, body: parsed as T, text };
   }
 
+  /** Resolves once a log line matches (logs arrive over a pipe, possibly after the HTTP response). */
+  async waitForLog(pattern: RegExp, timeoutMs = 5000): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const line = this.logs.find((l) => pattern.test(l));
+      if (line) return line;
+      if (Date.now() > deadline) throw new Error(`no log line matched ${pattern}`);
+      await sleep(20);
+    }
+  }
+
   /** Sends SIGTERM and resolves with the exit code. */
   async stop(): Promise<number | null> {
     if (this.exitCode === null && this.proc.exitCode === null) this.proc.kill('SIGTERM');
