@@ -25,7 +25,9 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   logger.info({ store: store.describe }, 'store open');
   if (settings.bootstrapKey && (await ensureBootstrapKey(store.db, settings.bootstrapKey))) logger.info('bootstrap API key created');
 
-  const keys = new KeyResolver(store.db, settings.keyCacheMs);
+  const keys = new KeyResolver(store.db, settings.keyCacheMs, 2000, (err) =>
+    logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not record API key usage; retrying at the next flush'),
+  );
   const scanner = new ScanRunner({ hardTimeoutMs: settings.scanTimeoutMs });
   // Start the scan worker now, so the first publish is not charged the worker's start-up against its scan budget.
   const warm = await scanner.scan({});

@@ -60,6 +60,11 @@ describe.each(testDialects())('branches on %s', (dialect) => {
       expect(res.status).toBe(409);
       expect(res.body.error_type).toBe('branch_name_exists');
     }
+    // Many creates of one name at once: exactly one wins, the rest are 409s (never a 500).
+    const burst = await Promise.all(Array.from({ length: 8 }, (_, i) => fork(agent, main, i % 2 ? 'Delta' : 'delta')));
+    expect(burst.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409, 409, 409, 409]);
+    for (const r of burst.filter((x) => x.status === 409)) expect(r.body.error_type).toBe('branch_name_exists');
+
     const renamed = await suite.server.request('PATCH', branchUrl(agent, a._id), { body: { name: 'gamma' } });
     expect(renamed.status).toBe(200);
     expect(renamed.body.data).toMatchObject({ _id: a._id, name: 'gamma' });
@@ -127,6 +132,12 @@ describe.each(testDialects())('branches on %s', (dialect) => {
     await Promise.all([suite.server.request('POST', `${branchUrl(agent, b2)}/live`), suite.server.request('POST', `${branchUrl(agent, main)}/live`), suite.server.request('POST', `${branchUrl(agent, b1)}/live`)]);
     const lives = (await suite.server.request('GET', branchUrl(agent))).body.data.branches.filter((b: any) => b.isLive);
     expect(lives).toHaveLength(1);
+    // Archiving a branch while it is being made live: whichever wins, one live branch remains and it is not archived.
+    const racer = (await fork(agent, main, 'racer')).body.data._id;
+    await Promise.all([suite.server.request('POST', `${branchUrl(agent, racer)}/archive`), suite.server.request('POST', `${branchUrl(agent, racer)}/live`)]);
+    const after = (await suite.server.request('GET', branchUrl(agent))).body.data.branches.filter((b: any) => b.isLive);
+    expect(after).toHaveLength(1);
+    expect(after[0].branch.status).toBe('active');
 
     await suite.server.request('POST', `${branchUrl(agent, b1)}/live`);
     const served = (await suite.server.request('GET', `${A}/agent/${agent}`)).body.data;

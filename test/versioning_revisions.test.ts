@@ -80,7 +80,12 @@ describe.each(testDialects())('revisions on %s', (dialect) => {
     const fork = (await suite.server.request('POST', `${A}/agent/${agent}/branches`, { body: { sourceBranchId: main, name: 'restore-target' } })).body.data._id;
     const res = await suite.server.request('POST', `${b(fork)}/revisions/${r2._id}/restore`, { body: { label: 'from main' } });
     expect(res.status, res.text).toBe(200);
-    expect(res.body.data.revision).toMatchObject({ branch: fork, revisionNumber: 1, label: 'from main', restoredFromRevisionId: r2._id, restoredFromLabel: 'shorter' });
+    // A fork continues its source's numbering: Main's head is #4, so the fork's first commit is #5.
+    expect(res.body.data.revision).toMatchObject({ branch: fork, revisionNumber: 5, label: 'from main', restoredFromRevisionId: r2._id, restoredFromLabel: 'shorter' });
+    // The fork point is readable through the fork.
+    const forkPoint = await suite.server.request('GET', `${b(fork)}/revisions/${res.body.data.revision.parentVersion}`);
+    expect(forkPoint.status, forkPoint.text).toBe(200);
+    expect(forkPoint.body.data.revision.revisionNumber).toBe(4);
     expect((await suite.server.request('POST', `${b(fork)}/revisions/0123456789abcdef01234567/restore`)).status).toBe(404);
   });
 
@@ -123,7 +128,9 @@ describe.each(testDialects())('revisions on %s', (dialect) => {
     expect(results.every((r) => [200, 409].includes(r.status))).toBe(true);
     for (const r of results.filter((x) => x.status === 409)) expect(r.body.error_type).toBe('publish_in_progress');
     const ok = results.filter((r) => r.status === 200).length;
+    const start = (await suite.server.request('GET', b(fork))).body.data.branch.sourceRevisionId;
+    const base = (await suite.server.request('GET', `${b(fork)}/revisions/${start}`)).body.data.revision.revisionNumber;
     const numbers = (await suite.server.request('GET', `${b(fork)}/revisions`)).body.data.revisions.map((r: any) => r.revisionNumber);
-    expect(numbers).toEqual(Array.from({ length: ok }, (_, i) => ok - i));
+    expect(numbers).toEqual(Array.from({ length: ok }, (_, i) => base + ok - i));
   });
 });

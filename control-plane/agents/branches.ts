@@ -1,5 +1,5 @@
 // Branches of an agent: create from a source branch, list, read, rename, archive, make live (exactly one live).
-import type { Db, Tx } from '../store/db.js';
+import { isUniqueViolation, type Db, type Tx } from '../store/db.js';
 import { newId, nowIso } from '../store/ids.js';
 import { badRequest, conflict, forbidden, notFound } from '../errors.js';
 import { loadAgent, loadAgentForWrite, type Actor, type AgentRow } from './agents.js';
@@ -31,6 +31,14 @@ function validateName(body: unknown): string {
   const name = typeof body === 'object' && body !== null ? (body as { name?: unknown }).name : undefined;
   if (typeof name !== 'string' || name.trim().length < 1 || name.trim().length > 100) throw badRequest('name: required, 1-100 characters');
   return name.trim();
+}
+
+/** A concurrent create or rename that took the name first shows up as a unique violation: answer it as the 409 it is. */
+function nameTaken(name: string) {
+  return (err: unknown): never => {
+    if (isUniqueViolation(err)) throw conflict('branch_name_exists', `A branch named "${name}" already exists on this agent`);
+    throw err;
+  };
 }
 
 async function assertNameFree(q: Db | Tx, agentId: string, name: string, exceptId?: string): Promise<void> {
@@ -78,6 +86,7 @@ export async function createBranch(db: Db, actor: Actor, agentId: string, body: 
     await assertNameFree(tx, agentId, name);
     if (!source.head_revision_id) throw conflict('source_has_no_commit', 'The source branch has no committed revision to branch from');
     if (await scanningRevision(tx, source.id)) throw conflict('source_scanning', 'The source branch has a revision whose security scan has not passed yet');
+    const head = await tx.selectFrom('revisions').select('revision_number').where('id', '=', source.head_revision_id).executeTakeFirstOrThrow();
     const now = nowIso();
     await tx
       .insertInto('branches')
@@ -91,7 +100,8 @@ export async function createBranch(db: Db, actor: Actor, agentId: string, body: 
         head_revision_id: source.head_revision_id,
         open_draft_id: null,
         status: 'active',
-        revision_counter: 0,
+        // The fork continues its source's numbering, so revision numbers rise from the head it starts at.
+        revision_counter: Number(head.revision_number ?? 0),
         draft_counter: 0,
         lock_token: null,
         lock_expires_at: null,
@@ -101,7 +111,7 @@ export async function createBranch(db: Db, actor: Actor, agentId: string, body: 
         updated_at: now,
       })
       .execute();
-  });
+  }).catch(nameTaken(name));
   return branchDto(await loadBranch(db, agent, id));
 }
 
@@ -127,13 +137,15 @@ export async function renameBranch(db: Db, actor: Actor, agentId: string, branch
     assertWritable(branch);
     await assertNameFree(tx, agentId, name, branchId);
     await tx.updateTable('branches').set({ name, updated_by: actor.name, updated_at: nowIso() }).where('id', '=', branchId).execute();
-  });
+  }).catch(nameTaken(name));
   return branchDto(await loadBranch(db, agent, branchId));
 }
 
 export async function archiveBranch(db: Db, actor: Actor, agentId: string, branchId: string): Promise<void> {
   const agent = await loadAgentForWrite(db, actor, agentId);
   await db.transaction().execute(async (tx) => {
+    // Lock the agent row first, as make-live does, so archiving and making live cannot interleave.
+    await tx.updateTable('agents').set({ updated_at: nowIso() }).where('id', '=', agentId).execute();
     const branch = await loadBranch(tx, agent, branchId);
     if (branch.is_default) throw forbidden('The default branch cannot be archived');
     const current = await tx.selectFrom('agents').select('live_branch_id').where('id', '=', agentId).executeTakeFirstOrThrow();

@@ -5,7 +5,7 @@ import { SECTIONS, diffConfigs, splitConfig, type BlockRefs } from './config.js'
 import { loadAgent, resolvedConfig, type Actor, type AgentRow } from './agents.js';
 import { liveHeadId, loadBranch } from './branches.js';
 import { draftDetail } from './drafts.js';
-import { loadConfig, revisionDto, type RevisionRow } from './records.js';
+import { loadConfig, revisionDto, type BranchRow, type RevisionRow } from './records.js';
 
 function intParam(query: URLSearchParams, name: string, dflt: number, min: number, max: number): number {
   const raw = query.get(name);
@@ -27,6 +27,11 @@ export async function listRevisions(db: Db, actor: Actor, agentId: string, branc
   return { revisions: rows.map((r) => revisionDto(r, { liveHeadId: live })), total };
 }
 
+/** A branch's revisions: its own commits, and the revision it was forked at (its head until its first commit). */
+function assertOnBranch(row: RevisionRow, branch: BranchRow): void {
+  if (row.branch_id !== branch.id && row.id !== branch.source_revision_id) throw badRequest('Revision does not belong to this branch');
+}
+
 async function loadRevision(db: Db, agent: AgentRow, revisionId: string): Promise<RevisionRow> {
   const row = await db.selectFrom('revisions').selectAll().where('id', '=', revisionId).executeTakeFirst();
   if (!row || row.agent_id !== agent.id) throw notFound('Revision not found');
@@ -35,9 +40,9 @@ async function loadRevision(db: Db, agent: AgentRow, revisionId: string): Promis
 
 export async function getRevision(db: Db, actor: Actor, agentId: string, branchId: string, revisionId: string): Promise<Record<string, unknown>> {
   const agent = await loadAgent(db, actor, agentId);
-  await loadBranch(db, agent, branchId);
+  const branch = await loadBranch(db, agent, branchId);
   const row = await loadRevision(db, agent, revisionId);
-  if (row.branch_id !== branchId) throw badRequest('Revision does not belong to this branch');
+  assertOnBranch(row, branch);
   return {
     revision: revisionDto(row, { liveHeadId: await liveHeadId(db, agent) }),
     resolvedConfig: resolvedConfig(await loadConfig(db, JSON.parse(row.blocks) as BlockRefs)),
@@ -47,9 +52,9 @@ export async function getRevision(db: Db, actor: Actor, agentId: string, branchI
 /** The chain of committed revisions on the branch up to this one, each with the sections it changed. */
 export async function revisionHistory(db: Db, actor: Actor, agentId: string, branchId: string, revisionId: string): Promise<Record<string, unknown>> {
   const agent = await loadAgent(db, actor, agentId);
-  await loadBranch(db, agent, branchId);
+  const branch = await loadBranch(db, agent, branchId);
   const row = await loadRevision(db, agent, revisionId);
-  if (row.branch_id !== branchId) throw badRequest('Revision does not belong to this branch');
+  assertOnBranch(row, branch);
   const live = await liveHeadId(db, agent);
   const chain: RevisionRow[] = [];
   const seen = new Set<string>();

@@ -116,7 +116,12 @@ export class KeyResolver {
   private readonly usage = new Map<string, { count: number; lastUsedAt: string }>();
   private flushTimer: NodeJS.Timeout;
 
-  constructor(private readonly db: Db, private readonly cacheMs = 5000, flushMs = 2000) {
+  constructor(
+    private readonly db: Db,
+    private readonly cacheMs = 5000,
+    flushMs = 2000,
+    private readonly onError: (err: unknown) => void = () => {},
+  ) {
     this.flushTimer = setInterval(() => void this.flushUsage(), flushMs);
     this.flushTimer.unref();
   }
@@ -144,15 +149,22 @@ export class KeyResolver {
     this.usage.set(keyId, entry);
   }
 
+  /** Writes the counted usage; counts that could not be written are kept for the next flush. */
   async flushUsage(): Promise<void> {
     const pending = [...this.usage.entries()];
     this.usage.clear();
-    for (const [id, { count, lastUsedAt }] of pending) {
-      await this.db
-        .updateTable('api_keys')
-        .set((eb) => ({ request_count: eb('request_count', '+', count), last_used_at: lastUsedAt }))
-        .where('id', '=', id)
-        .execute();
+    for (const [id, entry] of pending) {
+      try {
+        await this.db
+          .updateTable('api_keys')
+          .set((eb) => ({ request_count: eb('request_count', '+', entry.count), last_used_at: entry.lastUsedAt }))
+          .where('id', '=', id)
+          .execute();
+      } catch (err) {
+        const newer = this.usage.get(id);
+        this.usage.set(id, { count: entry.count + (newer?.count ?? 0), lastUsedAt: newer?.lastUsedAt ?? entry.lastUsedAt });
+        this.onError(err);
+      }
     }
   }
 

@@ -67,6 +67,12 @@ async function openPostgres(url: string, schema?: string): Promise<Store> {
   return { db, dialect: 'postgres', describe: `postgres:${safe.host}${safe.pathname}${schema ? `#${schema}` : ''}`, close: () => db.destroy() };
 }
 
+/** Whether a store error is a unique-constraint violation (SQLite or PostgreSQL). */
+export function isUniqueViolation(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === '23505';
+}
+
 async function migrate(db: Db): Promise<void> {
   const { error, results } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');

@@ -1,5 +1,5 @@
 // Schema migrations, written once with Kysely's schema builder so they run on SQLite and PostgreSQL alike.
-import type { Kysely, Migration, MigrationProvider } from 'kysely';
+import { sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 
 const migrations: Record<string, Migration> = {
   '0001_foundation': {
@@ -70,8 +70,9 @@ const migrations: Record<string, Migration> = {
         .addColumn('updated_by', 'text', (c) => c.notNull())
         .addColumn('created_at', 'text', (c) => c.notNull())
         .addColumn('updated_at', 'text', (c) => c.notNull())
-        .addUniqueConstraint('branches_agent_name', ['agent_id', 'name'])
         .execute();
+      // Branch names are unique per agent regardless of case.
+      await sql`CREATE UNIQUE INDEX branches_agent_name ON branches (agent_id, lower(name))`.execute(db);
       await db.schema
         .createTable('revisions')
         .addColumn('id', 'text', (c) => c.primaryKey())
