@@ -42,11 +42,11 @@ describe('HTTP server', () => {
 
   it('counts requests by route pattern and status in /metrics, with process metrics', async () => {
     await server.request('GET', '/atoms/v1/agent');
-    await server.request('GET', '/atoms/v1/agent/000000000000000000000000');
+    await server.request('GET', '/atoms/v1/agent/000000000000000000000000/branches');
     const res = await server.request('GET', '/metrics', { key: null });
     expect(res.status).toBe(200);
     expect(res.text).toMatch(/parley_http_requests_total\{method="GET",route="\/atoms\/v1\/agent",status="200"\} \d+/);
-    expect(res.text).toMatch(/parley_http_requests_total\{method="GET",route="\/atoms\/v1\/agent\/:id",status="404"\} \d+/);
+    expect(res.text).toMatch(/parley_http_requests_total\{method="GET",route="\/atoms\/v1\/agent\/:id\/branches",status="404"\} \d+/);
     expect(res.text).toMatch(/parley_http_request_duration_seconds_bucket\{le="0.005",method="GET",route="\/atoms\/v1\/agent"/);
     expect(res.text).toContain('process_cpu_user_seconds_total');
     expect(res.text).not.toContain('000000000000000000000000');
@@ -127,6 +127,9 @@ describe('HTTP server', () => {
     expect(res.status).toBe(200);
     expect(server.exitCode).toBeNull();
     expect(server.logs.join('\n')).not.toContain(server.key);
+    // Counted as a client abort and no longer in flight.
+    const metrics = await server.request('GET', '/metrics', { key: null });
+    expect(metrics.text).toMatch(/parley_http_requests_total\{method="POST",route="\/atoms\/v1\/agent",status="499"\} 1/);
   });
 });
 

@@ -148,7 +148,10 @@ export function agentSummary(agent: AgentRow, config: AgentConfig): Record<strin
  * `?draftId=` or `?versionId=` resolves that draft or revision instead, and says so in `_configSource`.
  */
 export async function readAgent(db: Db, actor: Actor, agentId: string, query?: URLSearchParams): Promise<Record<string, unknown>> {
-  const agent = await loadAgent(db, actor, agentId);
+  // Existing clients expect this route's unknown id as a 400 "No agent found" (wire doc), unlike the others' 404.
+  const agent = await loadAgent(db, actor, agentId).catch((err: unknown) => {
+    throw err instanceof ApiError && err.status === 404 ? badRequest('No agent found') : err;
+  });
   const live = await liveRefs(db, agent);
   const draftId = query?.get('draftId');
   const versionId = query?.get('versionId');

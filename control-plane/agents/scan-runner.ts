@@ -9,12 +9,32 @@ export interface ScanRunnerOptions {
   hardTimeoutMs: number;
 }
 
+interface PendingScan {
+  resolve: (o: ScanOutcome) => void;
+  timer: NodeJS.Timeout;
+  worker: Worker;
+}
+
 export class ScanRunner {
   private worker: Worker | null = null;
   private nextId = 1;
-  private readonly pending = new Map<number, { resolve: (o: ScanOutcome) => void; timer: NodeJS.Timeout }>();
+  private readonly pending = new Map<number, PendingScan>();
 
   constructor(private readonly opts: ScanRunnerOptions) {}
+
+  private settle(id: number, outcome: ScanOutcome): void {
+    const entry = this.pending.get(id);
+    if (!entry) return;
+    this.pending.delete(id);
+    clearTimeout(entry.timer);
+    entry.resolve(outcome);
+  }
+
+  /** Retires a worker: fails only the scans that were running on it, and forgets it if it is the current one. */
+  private retire(worker: Worker, error: string): void {
+    if (this.worker === worker) this.worker = null;
+    for (const [id, entry] of this.pending) if (entry.worker === worker) this.settle(id, { ok: false, error });
+  }
 
   private ensureWorker(): Worker {
     if (this.worker) return this.worker;
@@ -22,38 +42,26 @@ export class ScanRunner {
     const worker = new Worker(new URL('./scan-worker-entry.mjs', import.meta.url));
     worker.unref();
     worker.on('message', (msg: { id: number; findings?: ScanFinding[]; error?: string }) => {
-      const entry = this.pending.get(msg.id);
-      if (!entry) return;
-      this.pending.delete(msg.id);
-      clearTimeout(entry.timer);
-      entry.resolve(msg.error !== undefined ? { ok: false, error: msg.error } : { ok: true, findings: msg.findings ?? [] });
+      this.settle(msg.id, msg.error !== undefined ? { ok: false, error: msg.error } : { ok: true, findings: msg.findings ?? [] });
     });
-    const failAll = (error: string) => {
-      this.worker = null;
-      for (const [id, entry] of this.pending) {
-        clearTimeout(entry.timer);
-        entry.resolve({ ok: false, error });
-        this.pending.delete(id);
-      }
-    };
-    worker.on('error', (err) => failAll(`scanner crashed: ${err.message}`));
-    worker.on('exit', () => failAll('scanner exited'));
+    worker.on('error', (err) => this.retire(worker, `scanner crashed: ${err.message}`));
+    worker.on('exit', () => this.retire(worker, 'scanner exited'));
     this.worker = worker;
     return worker;
   }
 
   scan(sections: Record<string, unknown>): Promise<ScanOutcome> {
     const id = this.nextId++;
+    const worker = this.ensureWorker();
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
-        this.pending.delete(id);
-        resolve({ ok: false, error: `scan exceeded ${this.opts.hardTimeoutMs} ms` });
-        void this.worker?.terminate();
-        this.worker = null;
+        // A scan that runs away (it should not: the rules are linear) takes its worker down with it.
+        this.retire(worker, `scan exceeded ${this.opts.hardTimeoutMs} ms`);
+        void worker.terminate();
       }, this.opts.hardTimeoutMs);
       timer.unref();
-      this.pending.set(id, { resolve, timer });
-      this.ensureWorker().postMessage({ id, sections });
+      this.pending.set(id, { resolve, timer, worker });
+      worker.postMessage({ id, sections });
     });
   }
 

@@ -72,11 +72,9 @@ export class HttpServer {
     const path = req.getUrl();
     const query = new URLSearchParams(req.getQuery() ?? '');
     let aborted = false;
-    res.onAborted(() => {
-      aborted = true;
-    });
-    this.inFlight++;
+    let handling = false;
     let finished = false;
+    this.inFlight++;
 
     const send = (response: HttpResponse, closeConnection = false): void => {
       if (finished) return;
@@ -110,7 +108,15 @@ export class HttpServer {
       send({ status: 500, body: { status: false, errors: ['Internal server error'] } });
     };
 
+    // A client gone before its body arrived is counted (499, as proxies log it) and no longer in flight;
+    // one gone while its handler runs lets the handler finish, and only the answer is dropped.
+    res.onAborted(() => {
+      aborted = true;
+      if (!handling) send({ status: 499 });
+    });
+
     const run = async (body: Buffer): Promise<void> => {
+      handling = true;
       const request: HttpRequest = {
         method,
         path,
