@@ -6,7 +6,7 @@ import { newId, nowIso } from '../store/ids.js';
 import { ApiError, badRequest, forbidden, locked, notFound } from '../errors.js';
 import { WORKFLOW_TYPES } from './config-schema.js';
 import { applyConfigPatch, defaultConfig, pickConfig, type AgentConfig, type BlockRefs } from './config.js';
-import { loadConfig, parseJson, storeBlocks } from './records.js';
+import { insertBranch, loadConfig, parseJson, storeBlocks } from './records.js';
 
 export type AgentRow = Selectable<AgentsTable>;
 
@@ -85,28 +85,7 @@ export async function createAgent(db: Db, actor: Actor, body: unknown): Promise<
       .execute();
     const refs = await storeBlocks(tx, agentId, merged);
     await tx.updateTable('agents').set({ base_blocks: JSON.stringify(refs) }).where('id', '=', agentId).execute();
-    await tx
-      .insertInto('branches')
-      .values({
-        id: branchId,
-        agent_id: agentId,
-        name: 'Main',
-        is_default: 1,
-        source_branch_id: null,
-        source_revision_id: null,
-        head_revision_id: null,
-        open_draft_id: null,
-        status: 'active',
-        revision_counter: 0,
-        draft_counter: 0,
-        lock_token: null,
-        lock_expires_at: null,
-        created_by: actor.name,
-        updated_by: actor.name,
-        created_at: now,
-        updated_at: now,
-      })
-      .execute();
+    await insertBranch(tx, { id: branchId, agentId, name: 'Main', actor: actor.name });
   });
   return agentId;
 }

@@ -3,7 +3,7 @@ import { isUniqueViolation, type Db, type Tx } from '../store/db.js';
 import { newId, nowIso } from '../store/ids.js';
 import { badRequest, conflict, forbidden, notFound } from '../errors.js';
 import { loadAgent, loadAgentForWrite, type Actor, type AgentRow } from './agents.js';
-import { branchDto, parseJson, revisionDto, type BranchRow, type SecurityCheck } from './records.js';
+import { branchDto, insertBranch, parseJson, revisionDto, type BranchRow, type SecurityCheck } from './records.js';
 
 export async function loadBranch(q: Db | Tx, agent: AgentRow, branchId: string): Promise<BranchRow> {
   const row = await q.selectFrom('branches').selectAll().where('id', '=', branchId).executeTakeFirst();
@@ -87,30 +87,13 @@ export async function createBranch(db: Db, actor: Actor, agentId: string, body: 
     if (!source.head_revision_id) throw conflict('source_has_no_commit', 'The source branch has no committed revision to branch from');
     if (await scanningRevision(tx, source.id)) throw conflict('source_scanning', 'The source branch has a revision whose security scan has not passed yet');
     const head = await tx.selectFrom('revisions').select('revision_number').where('id', '=', source.head_revision_id).executeTakeFirstOrThrow();
-    const now = nowIso();
-    await tx
-      .insertInto('branches')
-      .values({
-        id,
-        agent_id: agentId,
-        name,
-        is_default: 0,
-        source_branch_id: source.id,
-        source_revision_id: source.head_revision_id,
-        head_revision_id: source.head_revision_id,
-        open_draft_id: null,
-        status: 'active',
-        // The fork continues its source's numbering, so revision numbers rise from the head it starts at.
-        revision_counter: Number(head.revision_number ?? 0),
-        draft_counter: 0,
-        lock_token: null,
-        lock_expires_at: null,
-        created_by: actor.name,
-        updated_by: actor.name,
-        created_at: now,
-        updated_at: now,
-      })
-      .execute();
+    await insertBranch(tx, {
+      id,
+      agentId,
+      name,
+      actor: actor.name,
+      source: { branchId: source.id, revisionId: source.head_revision_id, revisionNumber: Number(head.revision_number ?? 0) },
+    });
   }).catch(nameTaken(name));
   return branchDto(await loadBranch(db, agent, id));
 }

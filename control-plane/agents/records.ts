@@ -24,6 +24,37 @@ export async function storeBlocks(q: Q, agentId: string, config: AgentConfig): P
   return refs;
 }
 
+/** Inserts a branch: the default Main (no source) or a fork at its source's head revision. */
+export async function insertBranch(
+  q: Q,
+  b: { id: string; agentId: string; name: string; actor: string; source?: { branchId: string; revisionId: string; revisionNumber: number } },
+): Promise<void> {
+  const now = nowIso();
+  await q
+    .insertInto('branches')
+    .values({
+      id: b.id,
+      agent_id: b.agentId,
+      name: b.name,
+      is_default: b.source ? 0 : 1,
+      source_branch_id: b.source?.branchId ?? null,
+      source_revision_id: b.source?.revisionId ?? null,
+      head_revision_id: b.source?.revisionId ?? null,
+      open_draft_id: null,
+      status: 'active',
+      // A fork continues its source's numbering, so revision numbers rise from the head it starts at.
+      revision_counter: b.source?.revisionNumber ?? 0,
+      draft_counter: 0,
+      lock_token: null,
+      lock_expires_at: null,
+      created_by: b.actor,
+      updated_by: b.actor,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
+}
+
 export async function loadSections(q: Q, refs: BlockRefs): Promise<SectionContents> {
   const ids = [...new Set(Object.values(refs))];
   const rows = ids.length ? await q.selectFrom('blocks').select(['id', 'content']).where('id', 'in', ids).execute() : [];
