@@ -7,7 +7,9 @@ import { ScanRunner } from '../control-plane/agents/scan-runner.js';
 import { PublishService } from '../control-plane/agents/publish.js';
 import { HttpServer } from '../transports/http/server.js';
 import { HttpMetrics } from '../transports/http/metrics.js';
-import { keyAuthenticator } from '../transports/http/auth.js';
+import { authenticator } from '../transports/http/auth.js';
+import { AccessTokens, loadSigningSecret } from '../control-plane/auth/tokens.js';
+import { tokenRoutes } from '../transports/routes/auth-token.js';
 import { systemRoutes } from '../transports/routes/system.js';
 import { agentRoutes } from '../transports/routes/agents.js';
 import { versioningRoutes } from '../transports/routes/versioning.js';
@@ -28,6 +30,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   const keys = new KeyResolver(store.db, settings.keyCacheMs, 2000, (err) =>
     logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not record API key usage; retrying at the next flush'),
   );
+  const tokens = new AccessTokens(await loadSigningSecret(store.db), settings.region);
   const scanner = new ScanRunner({ hardTimeoutMs: settings.scanTimeoutMs });
   // Start the scan worker now, so the first publish is not charged the worker's start-up against its scan budget.
   const warm = await scanner.scan({});
@@ -38,13 +41,14 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
     logger,
     metrics,
     maxBodyBytes: settings.maxBodyBytes,
-    authenticate: keyAuthenticator(keys, new RateLimiter(), settings.rateLimitPerMinute),
+    authenticate: authenticator(keys, tokens, new RateLimiter(), settings.rateLimitPerMinute),
   });
   const ctx = { db: store.db, publish, logger, settings };
   systemRoutes(server, store, metrics);
   agentRoutes(server, settings.atomsPrefix, ctx);
   versioningRoutes(server, settings.atomsPrefix, ctx);
   legacyV1Routes(server, settings.atomsPrefix, ctx);
+  tokenRoutes(server, settings.wavesPrefix, tokens, new RateLimiter(), settings.tokenMintsPerMinute);
   server.finish();
 
   const resumed = await publish.resumePendingScans();

@@ -11,6 +11,9 @@ export interface Settings {
   wavesPrefix: string;
   maxBodyBytes: number;
   rateLimitPerMinute: number;
+  /** Region this server mints and accepts access tokens for. */
+  region: string;
+  tokenMintsPerMinute: number;
   bootstrapKey?: string;
   keyCacheMs: number;
   scanBudgetMs: number;
@@ -34,6 +37,12 @@ function prefix(raw: string | undefined, dflt: string): string {
   return value;
 }
 
+function region(raw: string | undefined): string {
+  const value = raw ?? 'local';
+  if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(value)) throw new Error('PARLEY_REGION must be a short lower-case name such as us-east or ap-south-1');
+  return value;
+}
+
 export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   let sunset: Date | undefined;
   if (env.PARLEY_V1_SUNSET) {
@@ -50,8 +59,10 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     wavesPrefix: prefix(env.PARLEY_WAVES_PREFIX, '/waves/v1'),
     maxBodyBytes: int(env, 'PARLEY_MAX_BODY_BYTES', 1024 * 1024, 1),
     rateLimitPerMinute: int(env, 'PARLEY_RATE_LIMIT_PER_MINUTE', 600, 1),
+    region: region(env.PARLEY_REGION),
+    tokenMintsPerMinute: int(env, 'PARLEY_TOKEN_MINTS_PER_MINUTE', 60, 1),
     bootstrapKey: env.PARLEY_BOOTSTRAP_KEY || undefined,
-    keyCacheMs: int(env, 'PARLEY_KEY_CACHE_MS', 5000, 0),
+    keyCacheMs: int(env, 'PARLEY_KEY_CACHE_MS', 3000, 0),
     scanBudgetMs: int(env, 'PARLEY_SCAN_BUDGET_MS', 200, 0),
     scanTimeoutMs: int(env, 'PARLEY_SCAN_TIMEOUT_MS', 30_000, 100),
     v1SunsetDate: sunset,

@@ -7,6 +7,8 @@ export interface AuthContext {
   orgId: string;
   keyId: string;
   keyName: string;
+  /** How the caller authenticated: an API key, or an access token minted from that key. */
+  via: 'key' | 'token';
   /** RateLimit-* headers to send with the response. */
   rateHeaders?: Record<string, string>;
 }
@@ -113,6 +115,7 @@ interface CachedKey {
  */
 export class KeyResolver {
   private readonly cache = new Map<string, CachedKey>();
+  private readonly byIdCache = new Map<string, CachedKey>();
   private readonly usage = new Map<string, { count: number; lastUsedAt: string }>();
   private flushTimer: NodeJS.Timeout;
 
@@ -128,17 +131,21 @@ export class KeyResolver {
 
   async resolve(key: string): Promise<CachedKey['record']> {
     if (!isKeyShaped(key)) return null;
-    const hash = hashKey(key);
-    const cached = this.cache.get(hash);
+    return this.lookup(this.cache, 'key_hash', hashKey(key));
+  }
+
+  /** Resolves a key by id (the minting key of an access token), with the same cache time as by value. */
+  async resolveId(keyId: string): Promise<CachedKey['record']> {
+    return this.lookup(this.byIdCache, 'id', keyId);
+  }
+
+  private async lookup(cache: Map<string, CachedKey>, column: 'key_hash' | 'id', value: string): Promise<CachedKey['record']> {
+    const cached = cache.get(value);
     if (cached && Date.now() - cached.fetchedAt < this.cacheMs) return cached.record;
-    const row = await this.db
-      .selectFrom('api_keys')
-      .select(['id', 'org_id', 'name', 'rate_limit_per_min'])
-      .where('key_hash', '=', hash)
-      .executeTakeFirst();
+    const row = await this.db.selectFrom('api_keys').select(['id', 'org_id', 'name', 'rate_limit_per_min']).where(column, '=', value).executeTakeFirst();
     const record = row ? { id: row.id, orgId: row.org_id, name: row.name, rateLimitPerMin: row.rate_limit_per_min } : null;
-    if (this.cache.size > 10_000) this.cache.clear();
-    this.cache.set(hash, { record, fetchedAt: Date.now() });
+    if (cache.size > 10_000) cache.clear();
+    cache.set(value, { record, fetchedAt: Date.now() });
     return record;
   }
 

@@ -123,6 +123,16 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0002_server_secrets': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('server_secrets')
+        .addColumn('name', 'text', (c) => c.primaryKey())
+        .addColumn('value', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+    },
+  },
 };
 
 export const migrationProvider: MigrationProvider = {

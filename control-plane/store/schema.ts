@@ -119,6 +119,13 @@ export interface DraftEditsTable {
   created_at: string;
 }
 
+/** Secrets the server generates for itself (for example the access-token signing key). */
+export interface ServerSecretsTable {
+  name: string;
+  value: string;
+  created_at: string;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;
@@ -127,4 +134,5 @@ export interface Database {
   branches: BranchesTable;
   revisions: RevisionsTable;
   draft_edits: DraftEditsTable;
+  server_secrets: ServerSecretsTable;
 }

@@ -3,15 +3,15 @@ import { STATUS_CODES } from 'node:http';
 import uWS from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import { ApiError } from '../../control-plane/errors.js';
-import type { Handler, HttpRequest, HttpResponse, RouteOptions } from './types.js';
+import type { AuthMode, Handler, HttpRequest, HttpResponse, RouteOptions } from './types.js';
 import type { HttpMetrics } from './metrics.js';
 
 export interface HttpServerOptions {
   logger: Logger;
   metrics: HttpMetrics;
   maxBodyBytes: number;
-  /** Sets `req.auth` for routes whose options ask for a key; throws ApiError to refuse. */
-  authenticate(req: HttpRequest): Promise<void>;
+  /** Sets `req.auth` for routes whose options ask for a credential; throws ApiError to refuse. */
+  authenticate(req: HttpRequest, mode: Exclude<AuthMode, 'none'>): Promise<void>;
 }
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'del';
@@ -129,7 +129,7 @@ export class HttpServer {
       };
       try {
         if (malformedPath) throw new ApiError(400, 'Malformed percent-encoding in the request path');
-        if (options.auth === 'key') await this.opts.authenticate(request);
+        if (options.auth !== 'none') await this.opts.authenticate(request, options.auth);
         const response = await handler(request);
         response.headers = { ...request.auth?.rateHeaders, ...response.headers };
         send(response);

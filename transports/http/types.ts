@@ -27,7 +27,11 @@ export interface HttpResponse {
 
 export type Handler = (req: HttpRequest) => Promise<HttpResponse> | HttpResponse;
 
-export type AuthMode = 'none' | 'key';
+/**
+ * `key`: agent platform, API keys only, platform error envelope.
+ * `inference`: inference API route that also takes access tokens; `inference-key-only`: one that refuses them (403).
+ */
+export type AuthMode = 'none' | 'key' | 'inference' | 'inference-key-only';
 
 export interface RouteOptions {
   auth: AuthMode;
