@@ -28,6 +28,11 @@ export class HttpServer {
 
   constructor(private readonly opts: HttpServerOptions) {}
 
+  /** The credential check of HTTP routes, for WebSocket upgrades. */
+  authenticate(req: HttpRequest, mode: Exclude<AuthMode, 'none'>): Promise<void> {
+    return this.opts.authenticate(req, mode);
+  }
+
   route(method: string, pattern: string, handler: Handler, options: RouteOptions): void {
     const name = METHOD_NAMES[method];
     if (!name) throw new Error(`unsupported method ${method}`);

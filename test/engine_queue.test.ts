@@ -1,0 +1,47 @@
+// The inference queue: bounded concurrency, bounded waiting, immediate refusal when full, slots handed on in order.
+import { describe, expect, it } from 'vitest';
+import { InferenceQueue, QueueFullError } from '../engine/models/queue.js';
+
+const deferred = () => {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+};
+
+describe('InferenceQueue', () => {
+  it('runs at most `concurrency` jobs, queues up to `maxWaiting`, refuses the rest at once', async () => {
+    const queue = new InferenceQueue(2, 1, 3);
+    const gates = [deferred(), deferred(), deferred()];
+    const order: number[] = [];
+    let active = 0;
+    let peak = 0;
+    const job = (i: number) => async () => {
+      active++;
+      peak = Math.max(peak, active);
+      order.push(i);
+      await gates[i]?.promise;
+      active--;
+      return i;
+    };
+    const a = queue.run(job(0));
+    const b = queue.run(job(1));
+    const c = queue.run(job(2));
+    await expect(queue.run(job(3))).rejects.toBeInstanceOf(QueueFullError);
+    await expect(queue.run(job(3))).rejects.toMatchObject({ retryAfterSec: 3 });
+    expect(queue.depth).toEqual({ running: 2, waiting: 1 });
+    gates[0]?.resolve();
+    expect(await a).toBe(0);
+    gates[1]?.resolve();
+    gates[2]?.resolve();
+    expect(await Promise.all([b, c])).toEqual([1, 2]);
+    expect(order).toEqual([0, 1, 2]);
+    expect(peak).toBe(2);
+    expect(queue.depth).toEqual({ running: 0, waiting: 0 });
+  });
+
+  it('frees the slot when a job fails', async () => {
+    const queue = new InferenceQueue(1, 0);
+    await expect(queue.run(async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+    expect(await queue.run(async () => 'ok')).toBe('ok');
+  });
+});

@@ -1,0 +1,135 @@
+// WebSocket endpoints on the uWS app: authentication and validation before the upgrade, then a session per connection.
+import uWS from 'uWebSockets.js';
+import type { Logger } from 'pino';
+import { ApiError } from '../../control-plane/errors.js';
+import type { AuthContext } from '../../control-plane/auth/keys.js';
+import type { AuthMode, HttpRequest } from '../http/types.js';
+import type { HttpServer } from '../http/server.js';
+
+/** What a handler sends on: JSON text frames, binary frames, close. Sends after close are dropped. */
+export interface WsConnection {
+  sendJson(message: unknown): void;
+  sendBinary(data: Uint8Array): void;
+  /** Bytes queued in the socket's send buffer (backpressure). */
+  bufferedAmount(): number;
+  /** Closes with a code (1000 normal, 1008 policy, 1011 server error, 1013 try again later). */
+  close(code?: number, reason?: string): void;
+  readonly closed: boolean;
+}
+
+export interface WsSession {
+  onMessage(data: Buffer, isBinary: boolean): void;
+  onClose(code: number): void;
+  /** The send buffer drained below the backpressure limit. */
+  onDrain?(): void;
+}
+
+export interface WsRoute<P> {
+  auth: Exclude<AuthMode, 'key'>;
+  maxPayloadBytes?: number;
+  /** Checks the upgrade request (query, headers); throw an ApiError to answer it with HTTP instead of upgrading. */
+  prepare(req: HttpRequest): P | Promise<P>;
+  open(conn: WsConnection, prepared: P, auth: AuthContext | undefined): WsSession;
+}
+
+interface SocketData {
+  session?: WsSession;
+  conn?: Connection;
+  start?: () => void;
+}
+
+class Connection implements WsConnection {
+  closed = false;
+  constructor(private readonly ws: uWS.WebSocket<SocketData>) {}
+  sendJson(message: unknown): void {
+    if (!this.closed) this.ws.send(JSON.stringify(message), false);
+  }
+  sendBinary(data: Uint8Array): void {
+    if (!this.closed) this.ws.send(data, true);
+  }
+  bufferedAmount(): number {
+    return this.closed ? 0 : this.ws.getBufferedAmount();
+  }
+  close(code = 1000, reason = ''): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.ws.end(code, reason.slice(0, 120));
+  }
+}
+
+export function wsRoute<P>(server: HttpServer, logger: Logger, pattern: string, route: WsRoute<P>): void {
+  server.app.ws<SocketData>(pattern, {
+    maxPayloadLength: route.maxPayloadBytes ?? 1024 * 1024,
+    idleTimeout: 0,
+    maxBackpressure: 4 * 1024 * 1024,
+    upgrade: (res, req, context) => {
+      const headers: Record<string, string> = {};
+      req.forEach((k, v) => {
+        headers[k] = v;
+      });
+      const query = new URLSearchParams(req.getQuery() ?? '');
+      // WebSockets may carry the credential as `api_key` when the client cannot set headers.
+      const apiKey = query.get('api_key');
+      if (!headers.authorization && apiKey) headers.authorization = `Bearer ${apiKey}`;
+      const request: HttpRequest = { method: 'GET', path: req.getUrl(), route: pattern, params: {}, query, headers, body: Buffer.alloc(0), json: () => ({}) };
+      const key = headers['sec-websocket-key'] ?? '';
+      const protocol = headers['sec-websocket-protocol'] ?? '';
+      const extensions = headers['sec-websocket-extensions'] ?? '';
+      let aborted = false;
+      res.onAborted(() => {
+        aborted = true;
+      });
+      void (async () => {
+        try {
+          if (route.auth !== 'none') await server.authenticate(request, route.auth);
+          const prepared = await route.prepare(request);
+          if (aborted) return;
+          const data: SocketData = {};
+          data.start = () => {
+            const conn = data.conn as Connection;
+            data.session = route.open(conn, prepared, request.auth);
+          };
+          res.cork(() => res.upgrade(data, key, protocol, extensions, context));
+        } catch (err) {
+          if (aborted) return;
+          const status = err instanceof ApiError ? err.status : 500;
+          if (!(err instanceof ApiError)) logger.error({ err: err instanceof Error ? err.message : String(err), route: pattern }, 'websocket upgrade failed');
+          const body = err instanceof ApiError ? JSON.stringify(err.body()) : JSON.stringify({ error: 'Internal server error' });
+          res.cork(() => {
+            res.writeStatus(`${status} ${status === 401 ? 'Unauthorized' : status === 403 ? 'Forbidden' : status === 400 ? 'Bad Request' : 'Error'}`);
+            for (const [k, v] of Object.entries(err instanceof ApiError ? (err.options.headers ?? {}) : {})) res.writeHeader(k, v);
+            res.writeHeader('Content-Type', 'application/json');
+            res.end(body);
+          });
+        }
+      })();
+    },
+    open: (ws) => {
+      const data = ws.getUserData();
+      data.conn = new Connection(ws);
+      try {
+        data.start?.();
+      } catch (err) {
+        logger.error({ err: err instanceof Error ? err.message : String(err), route: pattern }, 'websocket session failed to open');
+        data.conn.close(1011, 'internal error');
+      }
+    },
+    message: (ws, message, isBinary) => {
+      const data = ws.getUserData();
+      // The ArrayBuffer is only valid during this callback: copy it.
+      const copy = Buffer.from(message.slice(0));
+      try {
+        data.session?.onMessage(copy, isBinary);
+      } catch (err) {
+        logger.error({ err: err instanceof Error ? err.message : String(err), route: pattern }, 'websocket message handler failed');
+        data.conn?.close(1011, 'internal error');
+      }
+    },
+    drain: (ws) => ws.getUserData().session?.onDrain?.(),
+    close: (ws, code) => {
+      const data = ws.getUserData();
+      if (data.conn) data.conn.closed = true;
+      data.session?.onClose(code);
+    },
+  });
+}
