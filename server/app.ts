@@ -10,6 +10,11 @@ import { HttpMetrics } from '../transports/http/metrics.js';
 import { authenticator } from '../transports/http/auth.js';
 import { AccessTokens, loadSigningSecret } from '../control-plane/auth/tokens.js';
 import { tokenRoutes } from '../transports/routes/auth-token.js';
+import { ModelRegistry } from '../engine/models/registry.js';
+import { ttsRoutes } from '../transports/routes/tts.js';
+import { sttRoutes } from '../transports/routes/stt.js';
+import { voiceRoutes } from '../transports/routes/voices.js';
+import path from 'node:path';
 import { systemRoutes } from '../transports/routes/system.js';
 import { agentRoutes } from '../transports/routes/agents.js';
 import { versioningRoutes } from '../transports/routes/versioning.js';
@@ -49,6 +54,19 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   versioningRoutes(server, settings.atomsPrefix, ctx);
   legacyV1Routes(server, settings.atomsPrefix, ctx);
   tokenRoutes(server, settings.wavesPrefix, tokens, new RateLimiter(), settings.tokenMintsPerMinute);
+  const registry = new ModelRegistry({
+    cacheDir: path.join(settings.dataDir, 'models-cache'),
+    modelsDir: settings.modelsDir,
+    concurrency: settings.inferenceConcurrency,
+    maxWaiting: settings.inferenceQueue,
+    synthesisWorkers: Math.max(1, settings.inferenceConcurrency - 1),
+  });
+  const started = Date.now();
+  await registry.init(settings.warmModels);
+  logger.info({ warm: settings.warmModels, ms: Date.now() - started, voices: registry.voices().length }, 'speech models ready');
+  voiceRoutes(server, settings.wavesPrefix, registry);
+  ttsRoutes(server, settings.wavesPrefix, registry);
+  sttRoutes(server, settings.wavesPrefix, registry, { maxBodyBytes: settings.sttMaxBytes, maxAudioSeconds: settings.sttMaxSeconds }, logger);
   server.finish();
 
   const resumed = await publish.resumePendingScans();
@@ -64,6 +82,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
       server.close();
       await keys.close();
       await scanner.close();
+      await registry.close();
       await store.close();
     },
   };

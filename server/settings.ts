@@ -14,6 +14,13 @@ export interface Settings {
   /** Region this server mints and accepts access tokens for. */
   region: string;
   tokenMintsPerMinute: number;
+  /** A directory of user models (`voices/<id>/voice.onnx` + `.onnx.json`). */
+  modelsDir?: string;
+  warmModels: boolean;
+  inferenceConcurrency: number;
+  inferenceQueue: number;
+  sttMaxBytes: number;
+  sttMaxSeconds: number;
   bootstrapKey?: string;
   keyCacheMs: number;
   scanBudgetMs: number;
@@ -61,6 +68,12 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     rateLimitPerMinute: int(env, 'PARLEY_RATE_LIMIT_PER_MINUTE', 600, 1),
     region: region(env.PARLEY_REGION),
     tokenMintsPerMinute: int(env, 'PARLEY_TOKEN_MINTS_PER_MINUTE', 60, 1),
+    modelsDir: env.PARLEY_MODELS_DIR ? path.resolve(env.PARLEY_MODELS_DIR) : undefined,
+    warmModels: (env.PARLEY_WARM_MODELS ?? 'true') !== 'false',
+    inferenceConcurrency: int(env, 'PARLEY_INFERENCE_CONCURRENCY', 2, 1),
+    inferenceQueue: int(env, 'PARLEY_INFERENCE_QUEUE', 16, 0),
+    sttMaxBytes: int(env, 'PARLEY_STT_MAX_BYTES', 64 * 1024 * 1024, 1024),
+    sttMaxSeconds: int(env, 'PARLEY_STT_MAX_SECONDS', 600, 1),
     bootstrapKey: env.PARLEY_BOOTSTRAP_KEY || undefined,
     keyCacheMs: int(env, 'PARLEY_KEY_CACHE_MS', 3000, 0),
     scanBudgetMs: int(env, 'PARLEY_SCAN_BUDGET_MS', 200, 0),

@@ -8,7 +8,7 @@ const W = '/waves/v1';
 
 describe('POST /auth/token', () => {
   const suite = serverForSuite('sqlite', { PARLEY_REGION: 'eu-west', PARLEY_TOKEN_MINTS_PER_MINUTE: '5', PARLEY_KEY_CACHE_MS: '500' });
-  const mint = (body?: unknown, key?: string) => suite.server.request('POST', `${W}/auth/token`, { ...(body === undefined ? {} : { body }), key });
+  const mint = (body?: unknown, key?: string | null) => suite.server.request('POST', `${W}/auth/token`, { ...(body === undefined ? {} : { body }), key });
 
   it('mints a wat_ token with the default ttl of 300 s, 201, with RateLimit headers', async () => {
     const before = Date.now();

@@ -3,7 +3,7 @@ import { STATUS_CODES } from 'node:http';
 import uWS from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import { ApiError } from '../../control-plane/errors.js';
-import type { AuthMode, Handler, HttpRequest, HttpResponse, RouteOptions } from './types.js';
+import type { AuthMode, Handler, HttpRequest, HttpResponse, ResponseSink, RouteOptions } from './types.js';
 import type { HttpMetrics } from './metrics.js';
 
 export interface HttpServerOptions {
@@ -81,27 +81,44 @@ export class HttpServer {
     let finished = false;
     this.inFlight++;
 
+    const done = (status: number): void => {
+      this.inFlight--;
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      this.opts.metrics.observe(method, pattern, status, seconds);
+      this.opts.logger.info({ method, route: pattern, status, ms: Math.round(seconds * 1000 * 10) / 10 }, 'request');
+      // uWS flushes writes made outside its own callbacks at the end of the loop iteration: release drain waiters after that.
+      if (this.inFlight === 0 && this.draining) setImmediate(() => this.drainWaiters.splice(0).forEach((w) => w()));
+    };
+
+    const writeHead = (response: HttpResponse, contentType?: string): void => {
+      res.writeStatus(`${response.status} ${STATUS_CODES[response.status] ?? ''}`);
+      if (contentType && !hasHeader(response.headers, 'content-type')) res.writeHeader('Content-Type', contentType);
+      for (const [k, v] of Object.entries(response.headers ?? {})) res.writeHeader(k, v);
+    };
+
     const send = (response: HttpResponse, closeConnection = false): void => {
       if (finished) return;
       finished = true;
-      this.inFlight--;
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      this.opts.metrics.observe(method, pattern, response.status, seconds);
-      this.opts.logger.info(
-        { method, route: pattern, status: response.status, ms: Math.round(seconds * 1000 * 10) / 10 },
-        'request',
-      );
+      if (response.stream && !aborted) {
+        const produce = response.stream;
+        res.cork(() => writeHead(response));
+        void this.stream(res, produce, () => aborted).then(
+          () => done(response.status),
+          (err: unknown) => {
+            this.opts.logger.error({ err: describeError(err), route: pattern }, 'streaming response failed');
+            done(response.status);
+          },
+        );
+        return;
+      }
       if (!aborted) {
         const { body, contentType } = encodeBody(response.body);
         res.cork(() => {
-          res.writeStatus(`${response.status} ${STATUS_CODES[response.status] ?? ''}`);
-          if (contentType && !hasHeader(response.headers, 'content-type')) res.writeHeader('Content-Type', contentType);
-          for (const [k, v] of Object.entries(response.headers ?? {})) res.writeHeader(k, v);
+          writeHead(response, contentType);
           res.end(body, closeConnection || this.draining);
         });
       }
-      // uWS flushes writes made outside its own callbacks at the end of the loop iteration: release drain waiters after that.
-      if (this.inFlight === 0 && this.draining) setImmediate(() => this.drainWaiters.splice(0).forEach((w) => w()));
+      done(response.status);
     };
 
     const fail = (err: unknown): void => {
@@ -173,6 +190,34 @@ export class HttpServer {
       chunks.push(Buffer.from(chunk.slice(0)));
       if (isLast) void run(Buffer.concat(chunks, size));
     });
+  }
+
+  /** Runs a streaming body: writes go out as they come, waiting for the socket when it is backed up. */
+  private async stream(res: uWS.HttpResponse, produce: NonNullable<HttpResponse['stream']>, isAborted: () => boolean): Promise<void> {
+    let waiting: (() => void) | null = null;
+    res.onWritable(() => {
+      waiting?.();
+      waiting = null;
+      return true;
+    });
+    const sink: ResponseSink = {
+      get closed() {
+        return isAborted();
+      },
+      write: async (chunk) => {
+        if (isAborted()) return;
+        let ok = true;
+        res.cork(() => {
+          ok = res.write(chunk);
+        });
+        if (!ok && !isAborted()) await new Promise<void>((resolve) => (waiting = resolve));
+      },
+    };
+    try {
+      await produce(sink);
+    } finally {
+      if (!isAborted()) res.cork(() => res.end());
+    }
   }
 
   listen(host: string, port: number): Promise<number> {

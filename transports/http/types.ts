@@ -23,6 +23,15 @@ export interface HttpResponse {
   /** Objects are sent as JSON; Buffers and strings as they are. */
   body?: unknown;
   headers?: Record<string, string>;
+  /** A body produced over time (SSE, streamed audio): status and headers go first, then each write. */
+  stream?: (sink: ResponseSink) => Promise<void>;
+}
+
+export interface ResponseSink {
+  /** Sends a piece of the body; resolves once the socket can take more. A no-op after the client left. */
+  write(chunk: string | Uint8Array): Promise<void>;
+  /** The client went away: stop producing. */
+  readonly closed: boolean;
 }
 
 export type Handler = (req: HttpRequest) => Promise<HttpResponse> | HttpResponse;

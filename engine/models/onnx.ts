@@ -1,0 +1,41 @@
+// Shared onnxruntime-node session creation with CPU defaults suited to small shared machines.
+import os from 'node:os';
+import ort from 'onnxruntime-node';
+
+export { ort };
+
+export interface CpuSessionOptions {
+  /** Threads used inside one operator. Defaults to min(2, available cores). */
+  intraOpNumThreads?: number;
+  /** Threads used across independent operators (parallel mode only). Defaults to 1. */
+  interOpNumThreads?: number;
+  graphOptimizationLevel?: 'disabled' | 'basic' | 'extended' | 'all';
+  /** onnxruntime log level: 0 verbose .. 4 fatal. Defaults to 3 (errors only). */
+  logSeverityLevel?: 0 | 1 | 2 | 3 | 4;
+}
+
+/** Default intra-op thread count: two threads, or one on a single-core machine. */
+export function defaultIntraOpThreads(): number {
+  const cores = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+  return Math.max(1, Math.min(2, cores));
+}
+
+/** Create a CPU InferenceSession from a model path or bytes. */
+export async function createCpuSession(
+  model: string | Uint8Array,
+  opts: CpuSessionOptions = {},
+): Promise<ort.InferenceSession> {
+  const options: ort.InferenceSession.SessionOptions = {
+    executionProviders: ['cpu'],
+    intraOpNumThreads: opts.intraOpNumThreads ?? defaultIntraOpThreads(),
+    interOpNumThreads: opts.interOpNumThreads ?? 1,
+    executionMode: 'sequential',
+    graphOptimizationLevel: opts.graphOptimizationLevel ?? 'all',
+    enableCpuMemArena: true,
+    enableMemPattern: true,
+    logSeverityLevel: opts.logSeverityLevel ?? 3,
+  };
+  return typeof model === 'string'
+    ? ort.InferenceSession.create(model, options)
+    : ort.InferenceSession.create(model, options);
+}

@@ -1,0 +1,133 @@
+// Model registry: the catalog of recognition and synthesis models and voices, lazy shared loading, warm-up, bounded queue.
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { MonoAudio } from '../audio/types.js';
+import { FLITE_VOICES, FliteSynthesizer } from './flite.js';
+import { PiperVoice } from './piper.js';
+import { SileroVadModel } from './silero.js';
+import { WhisperRecognizer } from './whisper/index.js';
+import { InferenceQueue } from './queue.js';
+
+export const STT_MODEL = 'whisper-tiny.en';
+/** Model ids existing clients send, served by the built-in models. */
+export const STT_ALIASES = ['pulse', 'pulse-pro'] as const;
+export const TTS_ALIASES = ['lightning_v3.1', 'lightning_v3.1_pro'] as const;
+
+export interface VoiceEntry {
+  voiceId: string;
+  displayName: string;
+  /** Our synthesis model id: `flite` (built in) or `piper` (a voice the user added). */
+  model: 'flite' | 'piper';
+  sampleRate: number;
+  gender: string;
+  language: string[];
+  accent: string;
+  description: string;
+}
+
+export interface ModelInfo {
+  id: string;
+  kind: 'stt' | 'tts' | 'vad';
+  aliases: readonly string[];
+  description: string;
+}
+
+export interface RegistryOptions {
+  /** Where prepared models (the edited Whisper graph) are cached. */
+  cacheDir: string;
+  /** A directory of user models: `voices/<voiceId>/voice.onnx` + `voice.onnx.json` (Piper format). */
+  modelsDir?: string;
+  /** Inference jobs run at once, and how many may wait before callers get 503. */
+  concurrency: number;
+  maxWaiting: number;
+  /** Flite worker threads. */
+  synthesisWorkers: number;
+}
+
+export class UnknownVoiceError extends Error {}
+
+export class ModelRegistry {
+  readonly queue: InferenceQueue;
+  private readonly flite: FliteSynthesizer;
+  private readonly piper = new Map<string, { dir: string; voice?: Promise<PiperVoice>; entry: VoiceEntry }>();
+  private recognizerP: Promise<WhisperRecognizer> | undefined;
+  private vadP: Promise<SileroVadModel> | undefined;
+
+  constructor(private readonly opts: RegistryOptions) {
+    this.queue = new InferenceQueue(opts.concurrency, opts.maxWaiting);
+    this.flite = new FliteSynthesizer({ workers: opts.synthesisWorkers });
+  }
+
+  /** Finds the user's voices; with `warm`, loads every built-in model now so first requests are fast. */
+  async init(warm: boolean): Promise<void> {
+    if (this.opts.modelsDir) await this.scanVoices(path.join(this.opts.modelsDir, 'voices'));
+    if (warm) await Promise.all([this.recognizer(), this.vad(), this.flite.warmup()]);
+  }
+
+  private async scanVoices(dir: string): Promise<void> {
+    const names = await readdir(dir).catch(() => [] as string[]);
+    for (const name of names.sort()) {
+      if (!/^[A-Za-z0-9_-]{1,64}$/.test(name) || FLITE_VOICES.some((v) => v.id === name)) continue;
+      const voiceDir = path.join(dir, name);
+      // Loaded now to read its sample rate and check it; sessions stay shared afterwards.
+      const voice = PiperVoice.load(voiceDir);
+      const loaded = await voice.catch(() => null);
+      if (!loaded) continue;
+      const cfg = loaded.config as unknown as { espeak?: { voice?: string }; dataset?: string };
+      this.piper.set(name, {
+        dir: voiceDir,
+        voice,
+        entry: { voiceId: name, displayName: name, model: 'piper', sampleRate: loaded.sampleRate, gender: '', language: [cfg.espeak?.voice ?? ''], accent: '', description: `Piper voice ${cfg.dataset ?? name}` },
+      });
+    }
+  }
+
+  models(): ModelInfo[] {
+    return [
+      { id: STT_MODEL, kind: 'stt', aliases: STT_ALIASES, description: 'Whisper tiny.en (int8 ONNX), English speech recognition' },
+      { id: 'flite', kind: 'tts', aliases: TTS_ALIASES, description: 'Flite voices (kal, kal16, awb, rms, slt), built in' },
+      ...(this.piper.size ? [{ id: 'piper', kind: 'tts' as const, aliases: TTS_ALIASES, description: 'Piper ONNX voices added under the models directory' }] : []),
+      { id: 'silero-vad', kind: 'vad', aliases: [], description: 'Silero VAD (ONNX), voice activity' },
+    ];
+  }
+
+  voices(): VoiceEntry[] {
+    const flite: VoiceEntry[] = FLITE_VOICES.map((v) => ({
+      voiceId: v.id,
+      displayName: v.id,
+      model: 'flite',
+      sampleRate: v.sampleRate,
+      gender: v.gender,
+      language: ['english'],
+      accent: v.language === 'en-GB' ? 'scottish' : 'american',
+      description: v.description,
+    }));
+    return [...flite, ...[...this.piper.values()].map((p) => p.entry)];
+  }
+
+  voice(voiceId: string): VoiceEntry | undefined {
+    return this.voices().find((v) => v.voiceId === voiceId);
+  }
+
+  recognizer(): Promise<WhisperRecognizer> {
+    this.recognizerP ??= WhisperRecognizer.load({ cacheDir: this.opts.cacheDir });
+    return this.recognizerP;
+  }
+
+  vad(): Promise<SileroVadModel> {
+    this.vadP ??= SileroVadModel.load();
+    return this.vadP;
+  }
+
+  /** Synthesises one phrase with a voice, through the inference queue (QueueFullError when full). */
+  async synthesize(voiceId: string, text: string, speed: number): Promise<MonoAudio> {
+    const piper = this.piper.get(voiceId);
+    if (piper) return this.queue.run(async () => (await (piper.voice ??= PiperVoice.load(piper.dir))).synthesize(text, { speed }));
+    if (!this.flite.hasVoice(voiceId)) throw new UnknownVoiceError(`Unknown voice_id "${voiceId}"`);
+    return this.queue.run(() => this.flite.synthesize(text, { voice: voiceId, speed }));
+  }
+
+  async close(): Promise<void> {
+    await this.flite.close();
+  }
+}

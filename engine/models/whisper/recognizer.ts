@@ -1,0 +1,101 @@
+// Whisper tiny.en recognizer: 16 kHz float samples (at most 30 s) in, text and token ids out, one shared session.
+import fs from 'node:fs/promises';
+import { createCpuSession, ort } from '../onnx.js';
+import { prepareWhisperModel, type PrepareWhisperOptions } from './prepare.js';
+import { WhisperTokenizer, type WhisperVocab } from './tokenizer.js';
+
+export const WHISPER_SAMPLE_RATE = 16_000;
+/** Whisper's window: the graph pads the log-mel to 3000 frames and fails on longer input. */
+export const WHISPER_MAX_SAMPLES = 30 * WHISPER_SAMPLE_RATE;
+/** The graph's STFT reflect-pads 200 samples each side, so shorter input is zero-padded to this length. */
+const MIN_SAMPLES = WHISPER_SAMPLE_RATE / 10;
+
+export interface WhisperLoadOptions extends PrepareWhisperOptions {
+  /** Intra-op threads for the shared session (default 2, measured fastest on 2 cores). */
+  intraOpNumThreads?: number;
+  /** Default maximum sequence length in tokens, prompt included (default 224; Whisper's limit is 448). */
+  maxLength?: number;
+  /** Default beam count (default 1 = greedy, the fastest). */
+  beams?: number;
+}
+
+export interface TranscribeOptions {
+  /** Beam count; 1 = greedy. */
+  beams?: number;
+  /** Maximum sequence length in tokens, prompt included. */
+  maxLength?: number;
+}
+
+export interface Transcript {
+  /** Trimmed text, special tokens removed. */
+  text: string;
+  /** Generated token ids from <|startoftranscript|> up to and including the first <|endoftext|>. */
+  tokens: number[];
+}
+
+export class WhisperRecognizer {
+  private constructor(
+    private readonly session: ort.InferenceSession,
+    readonly tokenizer: WhisperTokenizer,
+    private readonly defaults: { maxLength: number; beams: number },
+  ) {}
+
+  /** Prepare (or reuse) the edited model in the cache directory and open one session on it. */
+  static async load(opts: WhisperLoadOptions = {}): Promise<WhisperRecognizer> {
+    const prepared = await prepareWhisperModel(opts);
+    const vocab = JSON.parse(await fs.readFile(prepared.vocabPath, 'utf8')) as WhisperVocab;
+    const session = await createCpuSession(prepared.modelPath, { intraOpNumThreads: opts.intraOpNumThreads ?? 2 });
+    return new WhisperRecognizer(session, new WhisperTokenizer(vocab), {
+      maxLength: opts.maxLength ?? 224,
+      beams: opts.beams ?? 1,
+    });
+  }
+
+  async transcribe(samples16k: Float32Array, opts: TranscribeOptions = {}): Promise<Transcript> {
+    if (samples16k.length > WHISPER_MAX_SAMPLES) {
+      throw new RangeError(
+        `whisper: input is ${(samples16k.length / WHISPER_SAMPLE_RATE).toFixed(2)} s of 16 kHz audio; ` +
+          `at most 30 s (${WHISPER_MAX_SAMPLES} samples) per call, chunk longer audio`,
+      );
+    }
+    if (samples16k.length === 0) return { text: '', tokens: [] };
+    const beams = opts.beams ?? this.defaults.beams;
+    const maxLength = opts.maxLength ?? this.defaults.maxLength;
+    if (!Number.isInteger(beams) || beams < 1) throw new RangeError('whisper: beams must be an integer >= 1');
+    if (!Number.isInteger(maxLength) || maxLength < 4 || maxLength > 448) {
+      throw new RangeError('whisper: maxLength must be an integer in 4..448');
+    }
+    let pcm = samples16k;
+    if (pcm.length < MIN_SAMPLES) {
+      pcm = new Float32Array(MIN_SAMPLES);
+      pcm.set(samples16k);
+    }
+    const feeds = {
+      audio_pcm: new ort.Tensor('float32', pcm, [1, pcm.length]),
+      max_length: new ort.Tensor('int32', Int32Array.of(maxLength), [1]),
+      min_length: new ort.Tensor('int32', Int32Array.of(0), [1]),
+      num_beams: new ort.Tensor('int32', Int32Array.of(beams), [1]),
+      num_return_sequences: new ort.Tensor('int32', Int32Array.of(1), [1]),
+      length_penalty: new ort.Tensor('float32', Float32Array.of(1), [1]),
+      repetition_penalty: new ort.Tensor('float32', Float32Array.of(1), [1]),
+    };
+    const out = await this.session.run(feeds);
+    const seq = out['sequences'];
+    if (!seq) throw new Error('whisper: model returned no sequences');
+    // [batch=1, num_return_sequences=1, length]: the first row is the best hypothesis.
+    const len = seq.dims[2] ?? seq.data.length;
+    const row = Array.from((seq.data as Int32Array).subarray(0, len));
+    for (const t of Object.values(out)) t.dispose();
+    const eot = row.indexOf(this.tokenizer.eot, 1);
+    const tokens = eot >= 0 ? row.slice(0, eot + 1) : row;
+    return { text: normalizeText(this.tokenizer.decode(tokens)), tokens };
+  }
+
+  async release(): Promise<void> {
+    await this.session.release();
+  }
+}
+
+function normalizeText(s: string): string {
+  return s.replace(/\s+/g, ' ').trim();
+}

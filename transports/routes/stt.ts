@@ -1,0 +1,154 @@
+// Recognition over HTTP: POST /stt/ (bytes or {url}, optional webhook) and the legacy POST /<stt-model>/get_text.
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { HttpServer } from '../http/server.js';
+import type { HttpRequest } from '../http/types.js';
+import { ApiError } from '../../control-plane/errors.js';
+import { STT_ALIASES, STT_MODEL, type ModelRegistry } from '../../engine/models/registry.js';
+import { decodeAudio } from '../../engine/audio/decode.js';
+import { AudioFormatError } from '../../engine/audio/errors.js';
+import { isEncoding } from '../../engine/audio/codecs.js';
+import { WIRE_SAMPLE_RATES, type MonoAudio } from '../../engine/audio/types.js';
+import { estimateWords, transcribe } from '../../engine/stt/batch.js';
+import { QueueFullError } from '../../engine/models/queue.js';
+import { fetchAudio, postJson } from './fetch-audio.js';
+
+/** English-only recognizer: codes and aggregators that include English are served, others refused. */
+const LANGUAGES = new Set(['en', 'en-US', 'en-GB', 'en-IN', 'auto', 'multi-eu', 'multi-asian', 'multi-indic']);
+
+export interface SttLimits {
+  maxBodyBytes: number;
+  maxAudioSeconds: number;
+}
+
+interface SttInput {
+  audio: MonoAudio;
+  bytes: number;
+  fromUrl: string | null;
+}
+
+export function sttRoutes(server: HttpServer, prefix: string, registry: ModelRegistry, limits: SttLimits, logger: Logger): void {
+  const sttError = (status: number, message: string, headers?: Record<string, string>) => new ApiError(status, message, { rawBody: { error: message }, headers });
+  const legacyError = (detail: string) => new ApiError(400, detail, { rawBody: { status: 'error', message: 'Error handling audio data', errors: detail } });
+
+  /** Reads the audio of a request: raw bytes (container detected, or `encoding` + `sample_rate`), or JSON `{url}`. */
+  const readInput = async (req: HttpRequest, bad: (msg: string) => ApiError): Promise<SttInput> => {
+    const type = req.headers['content-type'] ?? '';
+    let bytes: Buffer = req.body;
+    let fromUrl: string | null = null;
+    if (type.startsWith('application/json')) {
+      const url = (req.json() as { url?: unknown }).url;
+      if (typeof url !== 'string' || !/^https?:\/\//.test(url)) throw bad('url: required, an http(s) address of the audio');
+      fromUrl = url;
+      bytes = await fetchAudio(url, limits.maxBodyBytes).catch((err: unknown) => {
+        throw bad(`could not fetch url: ${err instanceof Error ? err.message : String(err)}`);
+      });
+    }
+    if (bytes.length === 0) throw bad('no audio in the request body');
+    const encoding = req.query.get('encoding') ?? undefined;
+    const rate = req.query.get('sample_rate');
+    if (encoding !== undefined && !isEncoding(encoding) && encoding !== 'opus' && encoding !== 'ogg_opus') throw bad(`encoding: unsupported "${encoding}"`);
+    if (rate !== null && !WIRE_SAMPLE_RATES.includes(Number(rate) as never)) throw bad(`sample_rate: one of ${WIRE_SAMPLE_RATES.join(', ')}`);
+    let audio: MonoAudio;
+    try {
+      audio = decodeAudio(bytes, { encoding, sampleRate: rate === null ? undefined : Number(rate) });
+    } catch (err) {
+      if (err instanceof AudioFormatError) throw bad(err.message);
+      throw err;
+    }
+    const seconds = audio.samples.length / audio.sampleRate;
+    if (seconds > limits.maxAudioSeconds) throw bad(`audio is ${seconds.toFixed(1)} s long; at most ${limits.maxAudioSeconds} s per request`);
+    return { audio, bytes: bytes.length, fromUrl };
+  };
+
+  const checkLanguage = (req: HttpRequest, bad: (msg: string) => ApiError) => {
+    const language = req.query.get('language') ?? 'en';
+    if (!LANGUAGES.has(language)) throw bad(`language: ${STT_MODEL} recognises English only (en, or an aggregate that includes it)`);
+  };
+
+  const recognise = async (input: SttInput, wordTimestamps: boolean) => {
+    const started = Date.now();
+    const result = await transcribe(registry, input.audio).catch((err: unknown) => {
+      if (err instanceof QueueFullError) throw sttError(503, 'Speech models are busy; retry shortly', { 'Retry-After': String(err.retryAfterSec) });
+      throw err;
+    });
+    const elapsed = Date.now() - started;
+    return {
+      result,
+      words: wordTimestamps ? estimateWords(result.segments) : [],
+      utterances: wordTimestamps ? result.segments.map((s) => ({ text: s.text, start: s.start, end: s.end, speaker: 0 })) : [],
+      elapsed,
+    };
+  };
+
+  const batch = async (req: HttpRequest) => {
+    const bad = (msg: string) => sttError(400, msg);
+    const model = req.query.get('model') ?? STT_MODEL;
+    if (model !== STT_MODEL && !(STT_ALIASES as readonly string[]).includes(model)) throw bad(`model: unknown "${model}" (use ${STT_MODEL}, or pulse / pulse-pro)`);
+    checkLanguage(req, bad);
+    const wordTimestamps = req.query.get('word_timestamps') === 'true';
+    const webhook = req.query.get('webhook_url');
+    if (webhook !== null && !/^https?:\/\/\S+$/.test(webhook)) throw bad('webhook_url: an http(s) address');
+    const input = await readInput(req, bad);
+    const requestId = randomUUID();
+    const respond = async () => {
+      const { result, words, utterances, elapsed } = await recognise(input, wordTimestamps);
+      return {
+        status: 'success',
+        transcription: result.text,
+        words,
+        utterances,
+        language: 'en',
+        request_id: requestId,
+        totalBytes: input.bytes,
+        metadata: {
+          duration: round(result.duration),
+          fileSize: input.bytes,
+          processing_time_ms: elapsed,
+          rtfx: elapsed ? round(result.duration / (elapsed / 1000)) : null,
+          num_chunks: Math.max(1, result.segments.length),
+        },
+      };
+    };
+    if (webhook) {
+      // Runs in the background; the result (or an error body) is posted to the webhook as JSON.
+      const extra = parseExtra(req.query.get('webhook_extra'));
+      void respond()
+        .then((body) => postJson(webhook, { ...body, ...extra }))
+        .catch(async (err: unknown) => {
+          logger.warn({ err: err instanceof Error ? err.message : String(err), requestId }, 'background transcription or its webhook failed');
+          await postJson(webhook, { status: 'error', request_id: requestId, error: err instanceof ApiError ? err.message : 'transcription failed', ...extra }).catch(() => {});
+        });
+      return { status: 200, body: { status: 'processing', request_id: requestId } };
+    }
+    return { status: 200, body: await respond() };
+  };
+  // The wire path has a trailing slash; both spellings are served.
+  for (const path of [`${prefix}/stt/`, `${prefix}/stt`]) server.route('POST', path, batch, { auth: 'inference', maxBodyBytes: limits.maxBodyBytes });
+
+  server.route('POST', `${prefix}/:sttModel/get_text`, async (req) => {
+    const model = req.params.sttModel as string;
+    if (model !== STT_MODEL && !(STT_ALIASES as readonly string[]).includes(model)) throw sttError(404, `Unknown model "${model}"`);
+    checkLanguage(req, legacyError);
+    const input = await readInput(req, legacyError);
+    const { result, words, utterances } = await recognise(input, req.query.get('word_timestamps') === 'true');
+    return {
+      status: 200,
+      body: {
+        status: 'success',
+        transcription: result.text,
+        audio_length: round(result.duration),
+        words,
+        utterances,
+        metadata: { duration: round(result.duration), fileSize: input.bytes, ...(input.fromUrl ? { filename: input.fromUrl.split('/').pop() ?? '' } : {}) },
+      },
+    };
+  }, { auth: 'inference-key-only', maxBodyBytes: limits.maxBodyBytes });
+}
+
+function parseExtra(raw: string | null): Record<string, string> {
+  if (!raw) return {};
+  return Object.fromEntries(raw.split(',').map((kv) => kv.split(':')).filter((p) => p.length === 2 && p[0]).map(([k, v]) => [k as string, v as string]));
+}
+
+const round = (x: number) => Math.round(x * 1000) / 1000;

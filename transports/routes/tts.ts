@@ -1,0 +1,60 @@
+// Synthesis over HTTP: POST /tts (one body), POST /tts/live (SSE), and the legacy per-model routes.
+import type { HttpServer } from '../http/server.js';
+import type { HttpRequest, HttpResponse } from '../http/types.js';
+import type { ModelRegistry } from '../../engine/models/registry.js';
+import { splitPhrases } from '../../engine/tts/chunker.js';
+import { CONTENT_TYPES, encodeOutput } from '../../engine/tts/output.js';
+import { synthesizePhrases } from '../../engine/tts/stream.js';
+import { concatSamples } from '../../engine/audio/types.js';
+import { correlationHeaders, inferenceFailure, isTtsModel, parseTts, ttsError, type TtsParams } from './tts-request.js';
+
+const options = { auth: 'inference' as const, maxBodyBytes: 64 * 1024 };
+
+export function ttsRoutes(server: HttpServer, prefix: string, registry: ModelRegistry): void {
+  const whole = async (req: HttpRequest): Promise<HttpResponse> => {
+    const p = parseTts(req.json(), registry, { acceptHeader: req.headers.accept });
+    const chunks: Float32Array[] = [];
+    await synthesizePhrases(registry, p, splitPhrases(p.text), (s) => {
+      chunks.push(s);
+    }).catch(inferenceFailure);
+    const body = encodeOutput(concatSamples(chunks), p.sampleRate, p.format);
+    return { status: 200, body, headers: { 'Content-Type': CONTENT_TYPES[p.format], ...correlationHeaders(p) } };
+  };
+
+  const sse = (legacy: boolean) => async (req: HttpRequest): Promise<HttpResponse> => {
+    const p = parseTts(req.json(), registry, { acceptHeader: req.headers.accept });
+    const phrases = splitPhrases(p.text);
+    // The first phrase is synthesised before answering, so a busy queue is still a clean 503.
+    const first = await registry.synthesize(p.voiceId, phrases[0] ?? '', p.speed).catch(inferenceFailure);
+    return {
+      status: 200,
+      headers: { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', ...correlationHeaders(p) },
+      stream: async (sink) => {
+        const frame = (audio: Float32Array) =>
+          sink.write(`event: audio\ndata: ${JSON.stringify(legacy ? { audio: b64(audio, p) } : { audio: b64(audio, p), done: false, status: '206' })}\n\n`);
+        try {
+          await synthesizePhrases(registry, p, phrases, frame, () => sink.closed, first);
+        } catch {
+          // Mid-stream failures have no documented frame: end the stream without the done marker.
+          return;
+        }
+        await sink.write(`data: ${JSON.stringify(legacy ? { done: true } : { status: '200', done: true })}\n\n`);
+      },
+    };
+  };
+
+  /** `<tts-model>-v3.1` path segments name the built-in synthesis. */
+  const legacy = (handler: (req: HttpRequest) => Promise<HttpResponse>) => async (req: HttpRequest) => {
+    if (!isTtsModel(req.params.model as string, registry)) throw ttsError(404, `Unknown model "${req.params.model}"`);
+    return handler(req);
+  };
+
+  server.route('POST', `${prefix}/tts`, whole, options);
+  server.route('POST', `${prefix}/tts/live`, sse(false), options);
+  server.route('POST', `${prefix}/:model/get_speech`, legacy(whole), options);
+  server.route('POST', `${prefix}/:model/stream`, legacy(sse(true)), options);
+}
+
+function b64(samples: Float32Array, p: TtsParams): string {
+  return encodeOutput(samples, p.sampleRate, p.format).toString('base64');
+}
