@@ -5,7 +5,7 @@ import type { MonoAudio } from '../audio/types.js';
 import { FLITE_VOICES, FliteSynthesizer } from './flite.js';
 import { PiperVoice } from './piper.js';
 import { SileroVadModel } from './silero.js';
-import { WhisperRecognizer } from './whisper/index.js';
+import { WhisperPool } from './whisper/pool.js';
 import { InferenceQueue } from './queue.js';
 
 export const STT_MODEL = 'whisper-tiny.en';
@@ -50,7 +50,7 @@ export class ModelRegistry {
   readonly queue: InferenceQueue;
   private readonly flite: FliteSynthesizer;
   private readonly piper = new Map<string, { dir: string; voice?: Promise<PiperVoice>; entry: VoiceEntry }>();
-  private recognizerP: Promise<WhisperRecognizer> | undefined;
+  private recognizerP: Promise<WhisperPool> | undefined;
   private vadP: Promise<SileroVadModel> | undefined;
 
   constructor(private readonly opts: RegistryOptions) {
@@ -109,8 +109,9 @@ export class ModelRegistry {
     return this.voices().find((v) => v.voiceId === voiceId);
   }
 
-  recognizer(): Promise<WhisperRecognizer> {
-    this.recognizerP ??= WhisperRecognizer.load({ cacheDir: this.opts.cacheDir });
+  /** Whisper on worker threads (one per concurrent inference slot), so recognition never blocks the event loop. */
+  recognizer(): Promise<WhisperPool> {
+    this.recognizerP ??= WhisperPool.start({ size: this.opts.concurrency, cacheDir: this.opts.cacheDir });
     return this.recognizerP;
   }
 
@@ -129,5 +130,6 @@ export class ModelRegistry {
 
   async close(): Promise<void> {
     await this.flite.close();
+    if (this.recognizerP) await (await this.recognizerP).close();
   }
 }

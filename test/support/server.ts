@@ -73,11 +73,11 @@ export class TestServer {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  async request<T = any>(method: string, p: string, opts: { body?: unknown; key?: string | null; headers?: Record<string, string>; raw?: BodyInit } = {}): Promise<ApiResponse<T>> {
+  async request<T = any>(method: string, p: string, opts: { body?: unknown; key?: string | null; headers?: Record<string, string>; raw?: BodyInit | Buffer } = {}): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { ...opts.headers };
     const key = opts.key === undefined ? this.key : opts.key;
     if (key) headers.authorization = `Bearer ${key}`;
-    let body: BodyInit | undefined = opts.raw;
+    let body: BodyInit | undefined = opts.raw as BodyInit | undefined;
     if (opts.body !== undefined) {
       body = JSON.stringify(opts.body);
       headers['content-type'] = 'application/json';

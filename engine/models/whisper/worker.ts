@@ -1,0 +1,19 @@
+// Worker thread body: one Whisper session, transcribing off the main thread (onnxruntime-node blocks its caller).
+import { parentPort, workerData } from 'node:worker_threads';
+import { WhisperRecognizer, type TranscribeOptions } from './recognizer.js';
+
+const { cacheDir, intraOpNumThreads } = workerData as { cacheDir?: string; intraOpNumThreads: number };
+const ready = WhisperRecognizer.load({ cacheDir, intraOpNumThreads });
+ready.then(
+  () => parentPort?.postMessage({ ready: true }),
+  (err: unknown) => parentPort?.postMessage({ ready: false, error: err instanceof Error ? err.message : String(err) }),
+);
+
+parentPort?.on('message', (msg: { id: number; samples: Float32Array; opts?: TranscribeOptions }) => {
+  void ready
+    .then((r) => r.transcribe(msg.samples, msg.opts))
+    .then(
+      (result) => parentPort?.postMessage({ id: msg.id, result }),
+      (err: unknown) => parentPort?.postMessage({ id: msg.id, error: err instanceof Error ? err.message : String(err) }),
+    );
+});
