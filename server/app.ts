@@ -14,6 +14,7 @@ import { ModelRegistry } from '../engine/models/registry.js';
 import { ttsRoutes } from '../transports/routes/tts.js';
 import { sttRoutes } from '../transports/routes/stt.js';
 import { voiceRoutes } from '../transports/routes/voices.js';
+import { ttsLiveSockets } from '../transports/ws/tts-live.js';
 import path from 'node:path';
 import { systemRoutes } from '../transports/routes/system.js';
 import { agentRoutes } from '../transports/routes/agents.js';
@@ -66,6 +67,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   logger.info({ warm: settings.warmModels, ms: Date.now() - started, voices: registry.voices().length }, 'speech models ready');
   voiceRoutes(server, settings.wavesPrefix, registry);
   ttsRoutes(server, settings.wavesPrefix, registry);
+  ttsLiveSockets(server, settings.wavesPrefix, registry, logger);
   sttRoutes(server, settings.wavesPrefix, registry, { maxBodyBytes: settings.sttMaxBytes, maxAudioSeconds: settings.sttMaxSeconds }, logger);
   server.finish();
 

@@ -19,5 +19,9 @@ const shutdown = (signal: string) => {
       process.exit(1);
     });
 };
+// A stray rejection in one session must not end every other call: log it loudly and keep serving.
+process.on('unhandledRejection', (reason: unknown) => {
+  app.logger.error({ err: reason instanceof Error ? { message: reason.message, stack: reason.stack } : String(reason) }, 'unhandled promise rejection');
+});
 process.on('SIGTERM', () => shutdown('SIGTERM'));
 process.on('SIGINT', () => shutdown('SIGINT'));

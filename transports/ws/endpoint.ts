@@ -32,10 +32,14 @@ export interface WsRoute<P> {
   open(conn: WsConnection, prepared: P, auth: AuthContext | undefined): WsSession;
 }
 
-interface SocketData {
+/** Per-socket state. uWS copies the user-data object's properties at upgrade, so the state hangs off one shared reference. */
+interface SocketState {
   session?: WsSession;
   conn?: Connection;
   start?: () => void;
+}
+interface SocketData {
+  state: SocketState;
 }
 
 class Connection implements WsConnection {
@@ -84,12 +88,11 @@ export function wsRoute<P>(server: HttpServer, logger: Logger, pattern: string, 
           if (route.auth !== 'none') await server.authenticate(request, route.auth);
           const prepared = await route.prepare(request);
           if (aborted) return;
-          const data: SocketData = {};
-          data.start = () => {
-            const conn = data.conn as Connection;
-            data.session = route.open(conn, prepared, request.auth);
+          const state: SocketState = {};
+          state.start = () => {
+            state.session = route.open(state.conn as Connection, prepared, request.auth);
           };
-          res.cork(() => res.upgrade(data, key, protocol, extensions, context));
+          res.cork(() => res.upgrade<SocketData>({ state }, key, protocol, extensions, context));
         } catch (err) {
           if (aborted) return;
           const status = err instanceof ApiError ? err.status : 500;
@@ -105,7 +108,7 @@ export function wsRoute<P>(server: HttpServer, logger: Logger, pattern: string, 
       })();
     },
     open: (ws) => {
-      const data = ws.getUserData();
+      const data = ws.getUserData().state;
       data.conn = new Connection(ws);
       try {
         data.start?.();
@@ -115,7 +118,7 @@ export function wsRoute<P>(server: HttpServer, logger: Logger, pattern: string, 
       }
     },
     message: (ws, message, isBinary) => {
-      const data = ws.getUserData();
+      const data = ws.getUserData().state;
       // The ArrayBuffer is only valid during this callback: copy it.
       const copy = Buffer.from(message.slice(0));
       try {
@@ -125,9 +128,9 @@ export function wsRoute<P>(server: HttpServer, logger: Logger, pattern: string, 
         data.conn?.close(1011, 'internal error');
       }
     },
-    drain: (ws) => ws.getUserData().session?.onDrain?.(),
+    drain: (ws) => ws.getUserData().state.session?.onDrain?.(),
     close: (ws, code) => {
-      const data = ws.getUserData();
+      const data = ws.getUserData().state;
       if (data.conn) data.conn.closed = true;
       data.session?.onClose(code);
     },

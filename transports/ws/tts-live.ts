@@ -1,0 +1,184 @@
+// WSS /tts/live: text arrives in pieces (`continue`, `flush`), audio goes out phrase by phrase as base64 PCM frames.
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { HttpServer } from '../http/server.js';
+import { ApiError } from '../../control-plane/errors.js';
+import type { ModelRegistry } from '../../engine/models/registry.js';
+import { PhraseChunker } from '../../engine/tts/chunker.js';
+import { encodeOutput, OutputStream } from '../../engine/tts/output.js';
+import { QueueFullError } from '../../engine/models/queue.js';
+import { parseTts, isTtsModel, type TtsParams } from '../routes/tts-request.js';
+import { wsRoute, type WsConnection, type WsSession } from './endpoint.js';
+
+/** Past this many queued bytes, synthesis waits for the client to read. */
+const BACKPRESSURE_BYTES = 512 * 1024;
+
+interface Options {
+  idleSeconds: number;
+}
+
+class TtsLiveSession implements WsSession {
+  private readonly sessionId = `ws_${randomUUID()}`;
+  private requestId = `task_${randomUUID()}`;
+  private params: TtsParams | null = null;
+  private chunker = new PhraseChunker();
+  private output: OutputStream | null = null;
+  private work: Promise<void> = Promise.resolve();
+  private idle: NodeJS.Timeout | null = null;
+  private drained: (() => void) | null = null;
+  private ended = false;
+  private completeBackoffMs = 4000;
+
+  constructor(
+    private readonly conn: WsConnection,
+    private readonly registry: ModelRegistry,
+    private readonly opts: Options,
+    private readonly logger: Logger,
+  ) {
+    this.armIdle();
+  }
+
+  onMessage(data: Buffer, isBinary: boolean): void {
+    this.armIdle();
+    if (this.ended) return;
+    let message: Record<string, unknown>;
+    try {
+      if (isBinary) throw new Error('binary frames are not accepted; send JSON text frames');
+      const parsed = JSON.parse(data.toString('utf8')) as unknown;
+      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('each message must be a JSON object');
+      message = parsed as Record<string, unknown>;
+    } catch (err) {
+      this.error('invalid_request', err instanceof Error ? err.message : 'malformed message');
+      return;
+    }
+    let params: TtsParams;
+    try {
+      // Later messages of one request may omit what the first one set.
+      params = parseTts({ ...this.firstFields(), ...message, text: message.text ?? '' }, this.registry, { textMayBeEmpty: true });
+    } catch (err) {
+      this.error('invalid_request', err instanceof ApiError ? err.message : 'invalid message');
+      return;
+    }
+    if (typeof message.complete_backoff_ms === 'number' && message.complete_backoff_ms >= 0 && message.complete_backoff_ms <= 10_000) {
+      this.completeBackoffMs = message.complete_backoff_ms;
+    }
+    if (!this.params) {
+      this.params = params;
+      this.output = new OutputStream(params.sampleRate);
+    }
+    const last = message.continue !== true;
+    const phrases = [...this.chunker.push(params.text), ...(message.flush === true || last ? this.chunker.flush() : [])];
+    for (const phrase of phrases) this.enqueue(phrase);
+    if (last) this.finish();
+  }
+
+  onClose(): void {
+    this.ended = true;
+    if (this.idle) clearTimeout(this.idle);
+    this.drained?.();
+  }
+
+  onDrain(): void {
+    if (this.conn.bufferedAmount() < BACKPRESSURE_BYTES) {
+      this.drained?.();
+      this.drained = null;
+    }
+  }
+
+  private firstFields(): Record<string, unknown> {
+    const p = this.params;
+    return p ? { voice_id: p.voiceId, sample_rate: p.sampleRate, speed: p.speed, session_id: p.sessionId ?? undefined, request_id: p.requestId ?? undefined } : {};
+  }
+
+  /** Phrases are synthesised strictly in order; the next one starts while this one is being sent. */
+  private enqueue(phrase: string): void {
+    const p = this.params as TtsParams;
+    const audio = this.registry.synthesize(p.voiceId, phrase, p.speed);
+    audio.catch(() => {});
+    this.work = this.work.then(async () => {
+      if (this.ended) return;
+      try {
+        const a = await audio;
+        await this.send((this.output as OutputStream).push(a.samples, a.sampleRate));
+      } catch (err) {
+        if (err instanceof QueueFullError) this.error('server_busy', 'Speech models are busy; retry shortly');
+        else {
+          this.logger.error({ err: err instanceof Error ? err.message : String(err) }, 'live synthesis failed');
+          this.error('synthesis_failed', 'Synthesis failed');
+        }
+        this.ended = true;
+        this.conn.close(1011, 'synthesis failed');
+      }
+    });
+  }
+
+  /** The last input: after all audio, wait `complete_backoff_ms`, send `complete`, close. */
+  private finish(): void {
+    this.work = this.work.then(async () => {
+      if (this.ended) return;
+      await this.send((this.output as OutputStream).flush());
+      await new Promise((r) => setTimeout(r, this.completeBackoffMs));
+      if (this.ended) return;
+      this.conn.sendJson({ ...this.ids(), status: 'complete' });
+      this.ended = true;
+      this.conn.close(1000, 'complete');
+    });
+  }
+
+  private async send(samples: Float32Array): Promise<void> {
+    if (!samples.length || this.ended) return;
+    const p = this.params as TtsParams;
+    this.conn.sendJson({ ...this.ids(), status: 'chunk', data: { audio: encodeOutput(samples, p.sampleRate, 'pcm').toString('base64') } });
+    if (this.conn.bufferedAmount() >= BACKPRESSURE_BYTES) await new Promise<void>((r) => (this.drained = r));
+  }
+
+  private ids(): Record<string, string> {
+    const p = this.params;
+    return {
+      session_id: this.sessionId,
+      request_id: this.requestId,
+      ...(p?.sessionId ? { external_session_id: p.sessionId } : {}),
+      ...(p?.requestId ? { external_request_id: p.requestId } : {}),
+    };
+  }
+
+  private error(code: string, message: string): void {
+    this.conn.sendJson({ ...this.ids(), status: 'error', error: { message, code } });
+  }
+
+  /** Closes after `timeout` seconds without a client message, unless audio is still being produced. */
+  private armIdle(): void {
+    if (this.idle) clearTimeout(this.idle);
+    this.idle = setTimeout(() => {
+      void this.work.then(() => {
+        if (this.ended) return;
+        this.conn.sendJson({ ...this.ids(), status: 'error', message: `timed out after ${this.opts.idleSeconds} seconds of inactivity` });
+        this.ended = true;
+        this.conn.close(1000, 'idle timeout');
+      });
+    }, this.opts.idleSeconds * 1000);
+    this.idle.unref();
+  }
+}
+
+export function ttsLiveSockets(server: HttpServer, prefix: string, registry: ModelRegistry, logger: Logger): void {
+  const route = (legacy: boolean) => ({
+    auth: 'inference' as const,
+    maxPayloadBytes: 64 * 1024,
+    prepare: (req: { query: URLSearchParams; params: Record<string, string>; path: string }) => {
+      if (legacy) {
+        const model = /\/([^/]+)\/get_speech\/stream$/.exec(req.path)?.[1] ?? '';
+        if (!isTtsModel(model, registry)) throw new ApiError(404, `Unknown model "${model}"`, { rawBody: { error: `Unknown model "${model}"` } });
+      }
+      const raw = req.query.get('timeout');
+      const idleSeconds = raw === null ? 60 : Number(raw);
+      if (!Number.isInteger(idleSeconds) || idleSeconds < 1 || idleSeconds > 3600) {
+        throw new ApiError(400, 'timeout: whole seconds from 1 to 3600', { rawBody: { error: 'timeout: whole seconds from 1 to 3600' } });
+      }
+      return { idleSeconds };
+    },
+    open: (conn: WsConnection, opts: Options) => new TtsLiveSession(conn, registry, opts, logger),
+  });
+  wsRoute(server, logger, `${prefix}/tts/live`, route(false));
+  wsRoute(server, logger, `${prefix}/:model/get_speech/stream`, route(true));
+}
