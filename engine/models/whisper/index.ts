@@ -1,6 +1,6 @@
 // Whisper speech recognition: model preparation, token decoding and the recognizer.
 export { WhisperRecognizer, WHISPER_MAX_SAMPLES, WHISPER_SAMPLE_RATE } from './recognizer.js';
-export type { WhisperLoadOptions, TranscribeOptions, Transcript } from './recognizer.js';
+export type { WhisperLoadOptions, TranscribeOptions, Transcript, SpeechRecognizer } from './recognizer.js';
 export { prepareWhisperModel, editWhisperModel, defaultModelCacheDir, defaultWhisperSourcePath } from './prepare.js';
 export type { PrepareWhisperOptions, PreparedWhisperModel } from './prepare.js';
 export { WhisperTokenizer } from './tokenizer.js';

@@ -11,8 +11,14 @@ export const WHISPER_MAX_SAMPLES = 30 * WHISPER_SAMPLE_RATE;
 const MIN_SAMPLES = WHISPER_SAMPLE_RATE / 10;
 
 export interface WhisperLoadOptions extends PrepareWhisperOptions {
-  /** Intra-op threads for the shared session (default 2, measured fastest on 2 cores). */
+  /**
+   * Intra-op threads for the session (default 2). 5 s clip on 2 cores, greedy: 1 thread ~0.5-0.6 s; 2 threads
+   * ~0.3 s (spinning) / ~0.38 s (no spinning) when both cores are free, but under contention spinning 2 threads
+   * fall to ~0.9-1.0 s, worse than 1 thread, while non-spinning stay ~0.55-0.7 s.
+   */
   intraOpNumThreads?: number;
+  /** Let idle intra-op threads spin (default false; see above). */
+  allowSpinning?: boolean;
   /** Default maximum sequence length in tokens, prompt included (default 224; Whisper's limit is 448). */
   maxLength?: number;
   /** Default beam count (default 1 = greedy, the fastest). */
@@ -33,7 +39,17 @@ export interface Transcript {
   tokens: number[];
 }
 
-export class WhisperRecognizer {
+/** What callers of a recognizer need; implemented by WhisperRecognizer (in-thread) and wrappers such as a worker pool. */
+export interface SpeechRecognizer {
+  transcribe(samples16k: Float32Array, opts?: TranscribeOptions): Promise<Transcript>;
+}
+
+/**
+ * One onnxruntime session on the edited Whisper graph. Note: onnxruntime-node runs inference synchronously
+ * on the calling thread (inside a setImmediate), so transcribe() blocks the event loop for the inference time;
+ * run it in a worker thread where that matters.
+ */
+export class WhisperRecognizer implements SpeechRecognizer {
   private constructor(
     private readonly session: ort.InferenceSession,
     readonly tokenizer: WhisperTokenizer,
@@ -44,7 +60,10 @@ export class WhisperRecognizer {
   static async load(opts: WhisperLoadOptions = {}): Promise<WhisperRecognizer> {
     const prepared = await prepareWhisperModel(opts);
     const vocab = JSON.parse(await fs.readFile(prepared.vocabPath, 'utf8')) as WhisperVocab;
-    const session = await createCpuSession(prepared.modelPath, { intraOpNumThreads: opts.intraOpNumThreads ?? 2 });
+    const session = await createCpuSession(prepared.modelPath, {
+      intraOpNumThreads: opts.intraOpNumThreads ?? 2,
+      allowSpinning: opts.allowSpinning ?? false,
+    });
     return new WhisperRecognizer(session, new WhisperTokenizer(vocab), {
       maxLength: opts.maxLength ?? 224,
       beams: opts.beams ?? 1,
