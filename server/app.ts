@@ -60,7 +60,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
     modelsDir: settings.modelsDir,
     concurrency: settings.inferenceConcurrency,
     maxWaiting: settings.inferenceQueue,
-    synthesisWorkers: Math.max(1, settings.inferenceConcurrency - 1),
+    synthesisWorkers: settings.inferenceConcurrency,
   });
   const started = Date.now();
   await registry.init(settings.warmModels);
