@@ -15,6 +15,7 @@ import { ttsRoutes } from '../transports/routes/tts.js';
 import { sttRoutes } from '../transports/routes/stt.js';
 import { voiceRoutes } from '../transports/routes/voices.js';
 import { ttsLiveSockets } from '../transports/ws/tts-live.js';
+import { sttLiveSockets } from '../transports/ws/stt-live.js';
 import path from 'node:path';
 import { systemRoutes } from '../transports/routes/system.js';
 import { agentRoutes } from '../transports/routes/agents.js';
@@ -68,6 +69,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   voiceRoutes(server, settings.wavesPrefix, registry);
   ttsRoutes(server, settings.wavesPrefix, registry);
   ttsLiveSockets(server, settings.wavesPrefix, registry, logger);
+  sttLiveSockets(server, settings.wavesPrefix, registry, logger);
   sttRoutes(server, settings.wavesPrefix, registry, { maxBodyBytes: settings.sttMaxBytes, maxAudioSeconds: settings.sttMaxSeconds }, logger);
   server.finish();
 

@@ -1,0 +1,119 @@
+// WSS /stt/live (and the legacy /<stt-model>/get_text socket): binary audio in, transcription frames out.
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { HttpServer } from '../http/server.js';
+import type { HttpRequest } from '../http/types.js';
+import { ApiError } from '../../control-plane/errors.js';
+import { STT_ALIASES, STT_MODEL, type ModelRegistry } from '../../engine/models/registry.js';
+import { LiveTranscriber, isLiveEncoding, type LiveEvent } from '../../engine/stt/live.js';
+import { WIRE_SAMPLE_RATES } from '../../engine/audio/types.js';
+import { wsRoute, type WsConnection, type WsSession } from './endpoint.js';
+
+const LANGUAGES = new Set(['en', 'en-US', 'en-GB', 'en-IN', 'auto', 'multi-asian', 'north_indic', 'multi-south-indic']);
+
+interface Prepared {
+  sampleRate: number;
+  encoding: string;
+  vadEvents: boolean;
+  eouSilenceMs: number | undefined;
+  legacy: boolean;
+}
+
+const reject = (message: string) => new ApiError(400, message, { rawBody: { error: message } });
+
+function prepare(req: HttpRequest, legacy: boolean): Prepared {
+  const q = req.query;
+  if (!legacy) {
+    const model = q.get('model') ?? STT_MODEL;
+    if (model !== STT_MODEL && !(STT_ALIASES as readonly string[]).includes(model)) throw reject(`model: unknown "${model}" (use ${STT_MODEL}, or pulse)`);
+  }
+  const language = q.get('language') ?? 'en';
+  if (!LANGUAGES.has(language)) throw reject(`language: ${STT_MODEL} recognises English only`);
+  const sampleRate = Number(q.get('sample_rate') ?? 16000);
+  if (!WIRE_SAMPLE_RATES.includes(sampleRate as never)) throw reject(`sample_rate: one of ${WIRE_SAMPLE_RATES.join(', ')}`);
+  const encoding = q.get('encoding') ?? 'linear16';
+  if (!isLiveEncoding(encoding)) throw reject(`encoding: one of linear16, linear32, alaw, mulaw, opus, ogg_opus`);
+  const eou = q.get('eou_timeout_ms');
+  const eouSilenceMs = eou === null ? undefined : Number(eou);
+  if (eouSilenceMs !== undefined && (!Number.isInteger(eouSilenceMs) || eouSilenceMs < 100 || eouSilenceMs > 10_000)) throw reject('eou_timeout_ms: 100 to 10000');
+  const vad = q.get('vad_events') ?? q.get('vad');
+  return { sampleRate, encoding, vadEvents: vad === 'true', eouSilenceMs, legacy };
+}
+
+class SttLiveSession implements WsSession {
+  private readonly sessionId = randomUUID();
+  private readonly transcriber: LiveTranscriber;
+  private closing = false;
+
+  constructor(private readonly conn: WsConnection, registry: ModelRegistry, private readonly p: Prepared, private readonly logger: Logger) {
+    this.transcriber = new LiveTranscriber(registry, { sampleRate: p.sampleRate, encoding: p.encoding, vadEvents: p.vadEvents, eouSilenceMs: p.eouSilenceMs }, (e) => this.emit(e));
+  }
+
+  onMessage(data: Buffer, isBinary: boolean): void {
+    if (this.closing) return;
+    if (isBinary) {
+      this.transcriber.push(data);
+      return;
+    }
+    let type: unknown;
+    try {
+      type = (JSON.parse(data.toString('utf8')) as { type?: unknown }).type;
+    } catch {
+      this.fail('messages must be binary audio or JSON {"type": "finalize" | "close_stream"}');
+      return;
+    }
+    if (type === 'finalize') void this.transcriber.finalize();
+    else if (type === 'close_stream') {
+      this.closing = true;
+      void this.transcriber.close().then(() => this.conn.close(1000, 'stream closed'));
+    } else this.fail(`unknown message type ${JSON.stringify(type)}`);
+  }
+
+  onClose(): void {
+    this.transcriber.abort();
+  }
+
+  private emit(e: LiveEvent): void {
+    if (e.type === 'transcript') {
+      this.conn.sendJson({
+        ...(this.p.legacy ? {} : { type: 'transcription', status: 'success', transcription: e.transcript }),
+        session_id: this.sessionId,
+        transcript: e.transcript,
+        is_final: e.isFinal,
+        ...(e.isLast ? { is_last: true } : {}),
+        ...(e.fromFinalize ? { from_finalize: true } : {}),
+        language: e.isFinal ? 'en' : null,
+      });
+    } else if (e.type === 'speech_started' || e.type === 'speech_ended') {
+      this.conn.sendJson({ type: e.type, session_id: this.sessionId, timestamp: e.timestamp });
+    } else {
+      this.logger.warn({ message: e.message }, 'live transcription failed');
+      this.fail(e.message);
+    }
+  }
+
+  private fail(message: string): void {
+    this.conn.sendJson({ type: 'error', status: 'error', message });
+    this.closing = true;
+    this.transcriber.abort();
+    this.conn.close(1011, 'error');
+  }
+}
+
+export function sttLiveSockets(server: HttpServer, prefix: string, registry: ModelRegistry, logger: Logger): void {
+  const route = (legacy: boolean) => ({
+    // The legacy route is for API keys only, like its HTTP form.
+    auth: legacy ? ('inference-key-only' as const) : ('inference' as const),
+    maxPayloadBytes: 1024 * 1024,
+    prepare: (req: HttpRequest) => {
+      if (legacy) {
+        const model = /\/([^/]+)\/get_text$/.exec(req.path)?.[1] ?? '';
+        if (model !== STT_MODEL && !(STT_ALIASES as readonly string[]).includes(model)) throw new ApiError(404, `Unknown model "${model}"`, { rawBody: { error: `Unknown model "${model}"` } });
+      }
+      return prepare(req, legacy);
+    },
+    open: (conn: WsConnection, p: Prepared) => new SttLiveSession(conn, registry, p, logger),
+  });
+  wsRoute(server, logger, `${prefix}/stt/live`, route(false));
+  wsRoute(server, logger, `${prefix}/:sttModel/get_text`, route(true));
+}
