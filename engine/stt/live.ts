@@ -1,8 +1,9 @@
 // Live (streaming) recognition session, transport neutral: raw wire audio in; VAD-segmented utterances to Whisper;
 // interim and final transcripts, and optional speech_started / speech_ended events, out (inference-api.md section 8).
 //
-// Pipeline, strictly in order on one promise chain: bytes -> SampleDecoder -> Resampler (to 16 kHz) -> audio buffer +
-// Silero VAD (one probability per 512-sample window) -> VadSegmenter (start / end events) -> utterances.
+// Pipeline, strictly in order on one promise chain: bytes -> decoder (SampleDecoder, OpusPacketDecoder or
+// OggOpusDecoder) -> Resampler (to 16 kHz) -> audio buffer + Silero VAD (one probability per 512-sample window, on
+// this thread) -> VadSegmenter (start / end events) -> utterances -> Whisper through registry.queue (worker threads).
 //
 // Utterances: opened by a VAD start (padded with a short pre-roll), closed by a VAD end (silence >= eouSilenceMs), a
 // client finalize, close, or when they reach maxUtteranceSeconds (cut at the quietest window of their second half).
@@ -11,22 +12,64 @@
 // so it is transcribed speculatively then; when the VAD end fires the result is usually ready or nearly so. Speech
 // resuming discards the speculation.
 // Interims: every interimIntervalMs of new utterance audio while speech continues, Whisper runs on the utterance so
-// far; skipped while any transcription of this session is running or other jobs wait in the inference queue.
+// far. They are the lowest priority and never pile up: skipped while any transcription of this session is running,
+// while the inference queue has any job running or waiting (a free worker stays for finals), and for as long after
+// an inference of this session as that inference took (interims use at most about half of one worker).
 // Finals are emitted in utterance order, exactly once each; an empty final (noise) is dropped unless it answers a
-// finalize or close. Audio outside utterances is kept only for ~1 s (pre-roll plus VAD confirmation time).
-import { ENCODINGS, SampleDecoder, isEncoding, type Encoding } from '../audio/codecs.js';
+// finalize or close; a full queue delays a final (retries for up to 10 s) rather than dropping it. Audio outside
+// utterances is kept only for ~1 s (pre-roll plus VAD confirmation time); unprocessed input is capped (backlog).
+import { SampleDecoder, isEncoding } from '../audio/codecs.js';
+import { WIRE_ENCODINGS, type WireEncoding } from '../audio/decode.js';
 import { AudioFormatError } from '../audio/errors.js';
+import { OggOpusDecoder, OpusPacketDecoder, OPUS_RATE } from '../audio/opus.js';
 import { Resampler } from '../audio/resample.js';
 import { QueueFullError } from '../models/queue.js';
 import type { ModelRegistry } from '../models/registry.js';
 import { VAD_SAMPLE_RATE, VAD_WINDOW_SAMPLES, VadSegmenter, type SileroVad, type VadEvent } from '../models/silero.js';
-import { WHISPER_MAX_SAMPLES, type WhisperRecognizer } from '../models/whisper/index.js';
+import { WHISPER_MAX_SAMPLES } from '../models/whisper/index.js';
 
-/** Encodings a live session decodes. `opus` / `ogg_opus` are not streamed yet (no streaming Opus decoder). */
-export const LIVE_ENCODINGS: readonly Encoding[] = ENCODINGS;
+/** Encodings a live session decodes: linear16, linear32, mulaw, alaw, opus (one packet per push), ogg_opus. */
+export const LIVE_ENCODINGS: readonly WireEncoding[] = WIRE_ENCODINGS;
 
-export function isLiveEncoding(x: unknown): x is Encoding {
-  return isEncoding(x);
+export function isLiveEncoding(x: unknown): x is WireEncoding {
+  return typeof x === 'string' && (WIRE_ENCODINGS as readonly string[]).includes(x);
+}
+
+/** Bytes in, mono samples at `rate` out. */
+interface StreamDecoder {
+  readonly rate: number;
+  push(bytes: Uint8Array): Float32Array;
+  /** End of input; may throw for a stream that never became valid. */
+  end(): void;
+}
+
+/**
+ * The streaming decoder of an encoding. Raw codecs run at `sampleRate` and take chunks split anywhere; `opus` takes
+ * exactly one Opus packet per push (one WebSocket message); `ogg_opus` takes an Ogg Opus byte stream split anywhere.
+ * Opus always decodes at 48 kHz, whatever `sampleRate` says.
+ */
+function createDecoder(encoding: WireEncoding, sampleRate: number): StreamDecoder {
+  if (encoding === 'opus') {
+    const d = new OpusPacketDecoder();
+    return { rate: OPUS_RATE, push: (b) => d.decode(b), end: () => undefined };
+  }
+  if (encoding === 'ogg_opus') {
+    const d = new OggOpusDecoder();
+    let any = false;
+    return {
+      rate: OPUS_RATE,
+      push: (b) => {
+        any ||= b.length > 0;
+        return d.push(b);
+      },
+      end: () => {
+        if (any) d.end();
+      },
+    };
+  }
+  if (!isEncoding(encoding)) throw new AudioFormatError(`unknown encoding "${String(encoding)}"`, String(encoding));
+  const d = new SampleDecoder(encoding);
+  return { rate: sampleRate, push: (b) => d.push(b), end: () => void d.end() };
 }
 
 export type LiveEvent =
@@ -49,7 +92,7 @@ export type LiveEvent =
 export interface LiveTranscriberOptions {
   /** Rate of the incoming audio (any positive integer rate; resampled to 16 kHz). */
   sampleRate: number;
-  /** linear16 | linear32 | mulaw | alaw (opus / ogg_opus throw AudioFormatError). */
+  /** linear16 | linear32 | mulaw | alaw | opus | ogg_opus (anything else: the constructor throws AudioFormatError). */
   encoding: string;
   /** Emit speech_started / speech_ended. */
   vadEvents: boolean;
@@ -61,7 +104,10 @@ export interface LiveTranscriberOptions {
   maxUtteranceSeconds?: number;
   /** Audio kept before the VAD onset, ms. Default 300. */
   preRollMs?: number;
-  /** Trailing silence given to Whisper after speech, ms; also when the speculative final starts. Default 200. */
+  /**
+   * Trailing silence given to Whisper after speech, ms; also how long after the silence began the speculative final
+   * starts. Default 100 (32, 100 and 200 gave the same WER on 36 Asterisk prompts: Silero's own hangover suffices).
+   */
   tailMs?: number;
   /** VAD probability that starts speech (default 0.5) and below which silence counts (default 0.35). */
   startThreshold?: number;
@@ -156,12 +202,12 @@ const round3 = (s: number) => Math.round(s * 1000) / 1000;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export class LiveTranscriber {
-  private readonly decoder: SampleDecoder;
+  private readonly decoder: StreamDecoder;
   private readonly resampler: Resampler;
   private readonly segmenter: VadSegmenter;
   private readonly audio = new SampleBuffer();
   private vad: SileroVad | undefined;
-  private recognizer: WhisperRecognizer | undefined;
+  private recognizer: Awaited<ReturnType<ModelRegistry['recognizer']>> | undefined;
 
   private readonly interimSamples: number;
   private readonly tailSamples: number;
@@ -188,23 +234,23 @@ export class LiveTranscriber {
   private finalJobs = 0;
   private pendingFinals = 0;
   private backlog = 0;
+  private readonly counters = { interims: 0, interimsEmitted: 0, speculations: 0, speculationsUsed: 0, finals: 0 };
+  /** performance.now() before which no interim starts (keeps interims to at most half of the wall time). */
+  private interimNotBefore = 0;
 
   constructor(
     private readonly registry: ModelRegistry,
     private readonly opts: LiveTranscriberOptions,
     private readonly emitFn: (event: LiveEvent) => void,
   ) {
-    if (opts.encoding === 'opus' || opts.encoding === 'ogg_opus') {
-      throw new AudioFormatError(`encoding "${opts.encoding}" is not supported for live recognition yet; use ${ENCODINGS.join(', ')}`, opts.encoding);
-    }
-    if (!isEncoding(opts.encoding)) {
-      throw new AudioFormatError(`unknown encoding "${opts.encoding}"; supported: ${ENCODINGS.join(', ')}`, opts.encoding);
+    if (!isLiveEncoding(opts.encoding)) {
+      throw new AudioFormatError(`unknown encoding "${opts.encoding}"; supported: ${WIRE_ENCODINGS.join(', ')}`, opts.encoding);
     }
     if (!Number.isInteger(opts.sampleRate) || opts.sampleRate < 1000 || opts.sampleRate > 384_000) {
       throw new AudioFormatError(`unsupported sample rate ${opts.sampleRate}`, opts.encoding);
     }
-    this.decoder = new SampleDecoder(opts.encoding);
-    this.resampler = new Resampler(opts.sampleRate, SR);
+    this.decoder = createDecoder(opts.encoding, opts.sampleRate);
+    this.resampler = new Resampler(this.decoder.rate, SR);
     const eouMs = Math.max(100, Math.min(10_000, opts.eouSilenceMs ?? 600));
     this.segmenter = new VadSegmenter({
       startThreshold: opts.startThreshold,
@@ -217,7 +263,7 @@ export class LiveTranscriber {
     this.interimSamples = Number.isFinite(interimMs) && interimMs > 0 ? Math.round((interimMs * SR) / 1000) : 0;
     // The speculative final must be started before the VAD end can fire.
     const minSilenceMs = this.segmenter.minSilenceWindows * WIN * (1000 / SR);
-    this.tailSamples = Math.round((Math.max(0, Math.min(opts.tailMs ?? 200, minSilenceMs)) * SR) / 1000);
+    this.tailSamples = Math.round((Math.max(0, Math.min(opts.tailMs ?? 100, minSilenceMs)) * SR) / 1000);
     const maxUtt = Math.min(Math.max(2, opts.maxUtteranceSeconds ?? 28), 29);
     this.maxUttSamples = Math.min(Math.round(maxUtt * SR), WHISPER_MAX_SAMPLES - SR);
     this.preRollSamples = Math.round((Math.max(0, opts.preRollMs ?? 300) * SR) / 1000);
@@ -234,12 +280,20 @@ export class LiveTranscriber {
     );
   }
 
+  /** Work done so far (for metrics and tests): Whisper runs by kind, and finals emitted. */
+  get stats(): Readonly<LiveTranscriber['counters']> {
+    return { ...this.counters };
+  }
+
   /** Audio received but not yet run through the VAD, seconds. */
   get backlogSeconds(): number {
     return this.backlog / SR;
   }
 
-  /** Raw audio in the session's encoding and rate; any chunk size (partial samples wait for the next chunk). */
+  /**
+   * Audio in the session's encoding: raw codecs and ogg_opus in chunks of any size (partial samples or pages wait
+   * for the next chunk); opus as exactly one packet per call. Undecodable input ends the session with an error event.
+   */
   push(bytes: Uint8Array): void {
     if (this.state !== 'open') return;
     let samples: Float32Array;
@@ -406,7 +460,6 @@ export class LiveTranscriber {
     }
     if (events.length === 0) utt.probs.push(p);
     if (p >= seg.startThreshold) utt.hasSpeech = true;
-    if (this.state !== 'open') return;
 
     if (now - utt.start >= this.maxUttSamples) {
       this.cutLong(utt, w);
@@ -418,23 +471,29 @@ export class LiveTranscriber {
         const end = silenceAt + this.tailSamples;
         const result = this.transcribeFinal(utt.start, end);
         utt.spec = { silence: this.silenceStart, end, result };
+        this.counters.speculations++;
       }
     } else if (
+      this.state === 'open' &&
       this.interimSamples > 0 &&
-      utt.hasSpeech &&
+      p >= seg.startThreshold &&
       now - utt.lastInterim >= this.interimSamples &&
       !this.interimRunning &&
       this.finalJobs === 0 &&
       this.pendingFinals === 0 &&
-      this.registry.queue.depth.waiting === 0
+      performance.now() >= this.interimNotBefore
     ) {
-      this.startInterim(utt, now);
+      // Interims are the lowest priority: only when no inference job of anyone runs or waits.
+      const depth = this.registry.queue.depth;
+      if (depth.running === 0 && depth.waiting === 0) this.startInterim(utt, now);
     }
   }
 
   private openUtterance(onsetSeconds: number, window: number): void {
-    const start = Math.max(Math.round(onsetSeconds * SR) - this.preRollSamples, this.lastCut, this.audio.start);
-    this.utt = this.newUtterance(start, onsetSeconds, window, true);
+    const onset = Math.round(onsetSeconds * SR);
+    const start = Math.max(onset - this.preRollSamples, this.lastCut, this.audio.start);
+    // Speech that began before a finalize cut was already answered: wait for new speech windows.
+    this.utt = this.newUtterance(start, onset >= start ? onsetSeconds : start / SR, window, onset >= this.lastCut);
     this.utt.probs.push(NaN); // the window that confirmed speech (index alignment only)
   }
 
@@ -451,6 +510,7 @@ export class LiveTranscriber {
     this.lastCut = Math.max(this.lastCut, end);
     if (!utt.hasSpeech || end - utt.start < WIN) return;
     const spec = utt.spec && utt.spec.silence === this.silenceStart && utt.spec.end === end ? utt.spec.result : undefined;
+    if (spec) this.counters.speculationsUsed++;
     const t1 = this.silenceStart >= 0 ? this.silenceStart * WIN / SR + SPEECH_PAD_MS / 1000 : end / SR;
     this.issueFinal(spec ?? this.transcribeFinal(utt.start, end), utt.t0, t1, { isLast: false, fromFinalize: false });
   }
@@ -473,7 +533,7 @@ export class LiveTranscriber {
       }
     }
     const cut = Math.max(utt.start + WIN, best * WIN + WIN / 2);
-    this.issueFinal(this.transcribeFinal(utt.start, cut), utt.t0, cut / SR, { isLast: false, fromFinalize: false });
+    if (utt.hasSpeech) this.issueFinal(this.transcribeFinal(utt.start, cut), utt.t0, cut / SR, { isLast: false, fromFinalize: false });
     this.lastCut = Math.max(this.lastCut, cut);
     const rest = utt.probs.slice(best + 1 - utt.probBase);
     const next = this.newUtterance(cut, cut / SR, best + 1, rest.some((p) => p >= this.segmenter.startThreshold));
@@ -491,6 +551,7 @@ export class LiveTranscriber {
       if (utt.hasSpeech && end - utt.start >= WIN) {
         // In trailing silence with the speculation done for it: that is the answer (no speech came after).
         const spec = this.silenceStart >= 0 && utt.spec?.silence === this.silenceStart ? utt.spec : undefined;
+        if (spec) this.counters.speculationsUsed++;
         const t1 = spec ? this.silenceStart * WIN / SR + SPEECH_PAD_MS / 1000 : end / SR;
         sent = this.issueFinal(spec?.result ?? this.transcribeFinal(utt.start, end), utt.t0, t1, flags);
       } else {
@@ -526,6 +587,7 @@ export class LiveTranscriber {
         this.pendingFinals--;
       }
       if (!text && !flags.isLast && !flags.fromFinalize) return;
+      if (!this.dead() && !this.lastEmitted) this.counters.finals++;
       this.emit({
         type: 'transcript',
         transcript: text,
@@ -553,6 +615,7 @@ export class LiveTranscriber {
 
   private startInterim(utt: Utterance, now: number): void {
     utt.lastInterim = now;
+    this.counters.interims++;
     const samples = this.audio.slice(utt.start, now);
     this.interimRunning = true;
     this.recognize(samples, false)
@@ -561,6 +624,7 @@ export class LiveTranscriber {
           if (!text || this.utt?.id !== utt.id || this.pendingFinals > 0 || this.state !== 'open') return;
           if (text === utt.lastInterimText) return;
           utt.lastInterimText = text;
+          this.counters.interimsEmitted++;
           this.emit({ type: 'transcript', transcript: text, isFinal: false, start: round3(utt.t0), end: round3(now / SR) });
         },
         (err: unknown) => {
@@ -579,7 +643,15 @@ export class LiveTranscriber {
     let delay = 20;
     for (;;) {
       try {
-        const { text } = await this.registry.queue.run(() => recognizer.transcribe(samples));
+        const { text } = await this.registry.queue.run(async () => {
+          const t = performance.now();
+          try {
+            return await recognizer.transcribe(samples);
+          } finally {
+            const done = performance.now();
+            this.interimNotBefore = Math.max(this.interimNotBefore, done + (done - t));
+          }
+        });
         return text;
       } catch (err) {
         if (!(err instanceof QueueFullError) || !retryWhenFull || Date.now() > deadline || this.dead()) throw err;
