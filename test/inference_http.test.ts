@@ -81,6 +81,13 @@ describe('inference over HTTP', () => {
       expect(res.headers.get('x-external-request-id')).toBe('r.2');
       lengths[`${format}@${rate}`] = (await res.arrayBuffer()).byteLength / bytesPerSample / rate;
     }
+    const mp3 = await tts({ text: 'Good morning.', voice_id: 'kal16', output_format: 'mp3', sample_rate: 24000 });
+    expect(mp3.headers.get('content-type')).toBe('audio/mpeg');
+    const mp3Bytes = Buffer.from(await mp3.arrayBuffer());
+    // MPEG-2 layer III frame sync, and about 64 kb/s for the same duration.
+    expect(mp3Bytes[0]).toBe(0xff);
+    expect((mp3Bytes[1] as number) & 0xe0).toBe(0xe0);
+    expect(mp3Bytes.length).toBeGreaterThan((lengths['pcm@8000'] as number) * 6000);
     // The same speech lasts as long whatever the encoding and rate.
     const seconds = Object.values(lengths);
     for (const s of seconds) expect(Math.abs(s - (seconds[0] as number))).toBeLessThan(0.01);

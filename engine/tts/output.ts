@@ -2,8 +2,10 @@
 import { Resampler } from '../audio/resample.js';
 import { encodeALaw, encodeLinear16, encodeMuLaw } from '../audio/codecs.js';
 import { writeWav } from '../audio/wav.js';
+import { floatToInt16 } from '../audio/pcm.js';
+import { Mp3Encoder } from '@breezystack/lamejs';
 
-export const OUTPUT_FORMATS = ['pcm', 'wav', 'ulaw', 'alaw'] as const;
+export const OUTPUT_FORMATS = ['pcm', 'wav', 'ulaw', 'alaw', 'mp3'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 
 export const CONTENT_TYPES: Record<OutputFormat, string> = {
@@ -11,6 +13,7 @@ export const CONTENT_TYPES: Record<OutputFormat, string> = {
   wav: 'audio/wav',
   ulaw: 'audio/basic',
   alaw: 'audio/x-alaw-basic',
+  mp3: 'audio/mpeg',
 };
 
 /** Encodes samples already at the output rate; WAV pieces are whole files (the wire's per-chunk container). */
@@ -24,7 +27,21 @@ export function encodeOutput(samples: Float32Array, sampleRate: number, format: 
       return encodeMuLaw(samples);
     case 'alaw':
       return encodeALaw(samples);
+    case 'mp3':
+      return encodeMp3(samples, sampleRate);
   }
+}
+
+/** MP3 (LAME in pure JavaScript, @breezystack/lamejs), mono CBR: 64 kb/s, or 32 kb/s at telephone rates. */
+function encodeMp3(samples: Float32Array, sampleRate: number): Buffer {
+  const encoder = new Mp3Encoder(1, sampleRate, sampleRate <= 12000 ? 32 : 64);
+  const pcm = Int16Array.from(samples, floatToInt16);
+  const parts: Buffer[] = [];
+  // The encoder hands back signed byte views; they are the MP3 bytes as they are.
+  const bytes = (b: Int8Array | Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  for (let at = 0; at < pcm.length; at += 1152 * 16) parts.push(bytes(encoder.encodeBuffer(pcm.subarray(at, at + 1152 * 16))));
+  parts.push(bytes(encoder.flush()));
+  return Buffer.concat(parts);
 }
 
 /**

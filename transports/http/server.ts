@@ -127,7 +127,8 @@ export class HttpServer {
         return;
       }
       this.opts.logger.error({ err: describeError(err), route: pattern }, 'handler failed');
-      send({ status: 500, body: { status: false, errors: ['Internal server error'] } });
+      // The inference API's error bodies are `{error}`; the platform's are the envelope.
+      send({ status: 500, body: options.auth.startsWith('inference') ? { error: 'Internal server error' } : { status: false, errors: ['Internal server error'] } });
     };
 
     // A client gone before its body arrived is counted (499, as proxies log it) and no longer in flight;

@@ -56,7 +56,7 @@ export function parseTts(body: unknown, registry: ModelRegistry, opts: { textMay
   if (typeof speed !== 'number' || !(speed >= 0.5 && speed <= 2)) problems.push('speed: a number from 0.5 to 2');
   if (b.language !== undefined && (typeof b.language !== 'string' || !LANGUAGES.has(b.language))) problems.push(`language: unsupported code ${JSON.stringify(b.language)}`);
   const format = b.output_format ?? formatFromAccept(opts.acceptHeader) ?? 'pcm';
-  if (!OUTPUT_FORMATS.includes(format as never)) problems.push(`output_format: one of ${OUTPUT_FORMATS.join(', ')} (mp3 is not served)`);
+  if (!OUTPUT_FORMATS.includes(format as never)) problems.push(`output_format: one of ${OUTPUT_FORMATS.join(', ')}`);
   for (const id of ['session_id', 'request_id'] as const) {
     if (b[id] !== undefined && (typeof b[id] !== 'string' || !CORRELATION.test(b[id] as string))) problems.push(`${id}: letters, digits, _ - . (at most 128)`);
   }
@@ -78,6 +78,7 @@ function formatFromAccept(accept: string | undefined): OutputFormat | undefined 
   if (/audio\/(wav|wave|x-wav)/.test(accept)) return 'wav';
   if (/audio\/(basic|x-mulaw|pcmu)/.test(accept)) return 'ulaw';
   if (/audio\/(x-alaw-basic|pcma)/.test(accept)) return 'alaw';
+  if (/audio\/(mpeg|mp3)/.test(accept)) return 'mp3';
   return undefined;
 }
 
