@@ -79,6 +79,20 @@ describe('POST /auth/token', () => {
     expect(limited.headers.get('ratelimit-remaining')).toBe('0');
   });
 
+  it('bills requests made with a token to the minting key', async () => {
+    const key = await createOrgKey(suite.store, 'billed-key', 'billed-org');
+    const token = (await mint(undefined, key)).body.access_token as string;
+    for (let i = 0; i < 3; i++) expect((await suite.server.request('GET', `${W}/voice/get-all-models`, { key: token })).status).toBe(200);
+    let count = 0;
+    for (let i = 0; i < 40 && count < 4; i++) {
+      await sleep(250);
+      const keys = JSON.parse((await keysCli(suite.store, ['list', '--json'])).stdout.trim().split('\n').pop() as string) as { name: string; requestCount: number }[];
+      count = keys.find((k) => k.name === 'billed-key')?.requestCount ?? 0;
+    }
+    // One mint and three requests made with its token.
+    expect(count).toBe(4);
+  });
+
   it('refuses tokens of a deleted key within 5 s', async () => {
     const key = await createOrgKey(suite.store, 'doomed-key', 'doomed-org');
     const token = (await mint(undefined, key)).body.access_token as string;
