@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { createRequire } from 'node:module';
 import { RESAMPLE_QUALITIES, Resampler, resample, type ResampleQuality } from '../engine/audio/resample.js';
+import { concatSamples } from '../engine/audio/types.js';
 
 const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 7));
 const SECONDS = 5;
@@ -192,15 +193,7 @@ function speexImpl(quality: number): Impl {
 }
 
 // ---------- signal and scoring ----------
-function concat(parts: Float32Array[]): Float32Array {
-  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
+const concat = concatSamples;
 
 interface Sweep { f0: number; f1: number; phase(t: number): number; freq(t: number): number }
 function sweep(f1: number): Sweep {

@@ -1,6 +1,7 @@
 // Resampling: in-band SNR against analytic sines, alias rejection, exact lengths, and streaming == one-shot in 20 ms chunks.
 import { describe, expect, it } from 'vitest';
 import { resample, Resampler, WIRE_SAMPLE_RATES } from '../engine/audio/index.js';
+import { concatSamples } from '../engine/audio/types.js';
 
 const PAIRS: [number, number][] = [
   [8000, 16000], [16000, 8000], [16000, 48000], [48000, 16000], [44100, 16000], [22050, 16000], [24000, 8000], [16000, 24000],
@@ -40,13 +41,7 @@ function streamInChunks(x: Float32Array, from: number, to: number, sizes: (i: nu
     off += n;
   }
   parts.push(r.flush());
-  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
+  return concatSamples(parts);
 }
 
 describe('resample() quality', () => {

@@ -12,6 +12,7 @@ import {
   type SileroVadModel,
   type VadEvent,
 } from '../engine/models/silero.js';
+import { concatSamples } from '../engine/audio/types.js';
 
 const HELLO_WORLD = '/usr/share/asterisk/sounds/en_US_f_Allison/hello-world.wav';
 
@@ -34,15 +35,7 @@ function readWav16(path: string): { sampleRate: number; samples: Float32Array } 
   throw new Error(`no data chunk in ${path}`);
 }
 
-function concat(...parts: Float32Array[]): Float32Array {
-  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
+const concat = (...parts: Float32Array[]): Float32Array => concatSamples(parts);
 
 const silence = (seconds: number) => new Float32Array(Math.round(seconds * 16000));
 

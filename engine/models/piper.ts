@@ -21,6 +21,7 @@ import { readFile, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { MonoAudio } from '../audio/types.js';
 import { createCpuSession, ort, type CpuSessionOptions } from './onnx.js';
+import { concatSamples } from '../audio/types.js';
 
 export const PIPER_BOS = '^';
 export const PIPER_EOS = '$';
@@ -391,15 +392,7 @@ export class PiperVoice {
       if (parts.length > 0 && silence > 0) parts.push(new Float32Array(silence));
       parts.push(await this.synthesizeIds(ids, opts));
     }
-    let n = 0;
-    for (const p of parts) n += p.length;
-    const samples = new Float32Array(n);
-    let o = 0;
-    for (const p of parts) {
-      samples.set(p, o);
-      o += p.length;
-    }
-    return { sampleRate: this.sampleRate, samples };
+    return { sampleRate: this.sampleRate, samples: concatSamples(parts) };
   }
 
   /** One model call on one sentence of ids. */

@@ -4,6 +4,7 @@ import { encodeALaw, encodeLinear16, encodeMuLaw } from '../audio/codecs.js';
 import { writeWav } from '../audio/wav.js';
 import { floatToInt16 } from '../audio/pcm.js';
 import { Mp3Encoder } from '@breezystack/lamejs';
+import { concatSamples } from '../audio/types.js';
 
 export const OUTPUT_FORMATS = ['pcm', 'wav', 'ulaw', 'alaw', 'mp3'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
@@ -58,7 +59,7 @@ export class OutputStream {
       const tail = this.resampler ? this.resampler.flush() : null;
       this.resampler = new Resampler(fromRate, this.sampleRate);
       const out = this.resampler.push(samples);
-      return tail && tail.length ? concat(tail, out) : out;
+      return tail && tail.length ? concatSamples([tail, out]) : out;
     }
     return this.resampler.push(samples);
   }
@@ -66,11 +67,4 @@ export class OutputStream {
   flush(): Float32Array {
     return this.resampler ? this.resampler.flush() : new Float32Array(0);
   }
-}
-
-function concat(a: Float32Array, b: Float32Array): Float32Array {
-  const out = new Float32Array(a.length + b.length);
-  out.set(a);
-  out.set(b, a.length);
-  return out;
 }
