@@ -79,6 +79,13 @@ describe('POST /auth/token', () => {
     expect(limited.headers.get('ratelimit-remaining')).toBe('0');
   });
 
+  it('takes a token as api_key only on WebSockets: an HTTP request needs the header', async () => {
+    const token = (await mint()).body.access_token as string;
+    const viaQuery = await suite.server.request('GET', `${W}/voice/get-all-models?api_key=${token}`, { key: null });
+    expect(viaQuery.status).toBe(401);
+    expect((await suite.server.request('GET', `${W}/voice/get-all-models`, { key: token })).status).toBe(200);
+  });
+
   it('bills requests made with a token to the minting key', async () => {
     const key = await createOrgKey(suite.store, 'billed-key', 'billed-org');
     const token = (await mint(undefined, key)).body.access_token as string;
