@@ -96,6 +96,18 @@ describe('WSS /tts/live', () => {
     await expect(open(url('?timeout=0'), auth())).rejects.toMatchObject({ status: 400 });
   });
 
+  it('speaks a long text of many phrases without exhausting the inference queue', async () => {
+    const ws = await open(url(), auth());
+    const done = frames(ws);
+    const sentence = 'This is sentence number one of many. ';
+    for (let i = 0; i < 30; i++) ws.send(JSON.stringify({ voice_id: 'kal', text: sentence, sample_rate: 8000, continue: true }));
+    ws.send(JSON.stringify({ voice_id: 'kal', text: '', complete_backoff_ms: 0 }));
+    const { frames: got } = await done;
+    expect(got.filter((f) => f.status === 'error')).toEqual([]);
+    expect(got.filter((f) => f.status === 'chunk').length).toBeGreaterThanOrEqual(30);
+    expect(got.at(-1)?.status).toBe('complete');
+  });
+
   it('serves the legacy per-model socket', async () => {
     const ws = await open(`ws://127.0.0.1:${suite.server.port}${W}/lightning-v3.1/get_speech/stream`, auth());
     const done = frames(ws);

@@ -24,6 +24,7 @@ class TtsLiveSession implements WsSession {
   private chunker = new PhraseChunker();
   private output: OutputStream | null = null;
   private work: Promise<void> = Promise.resolve();
+  private lastSynthesis: Promise<unknown> = Promise.resolve();
   private idle: NodeJS.Timeout | null = null;
   private drained: (() => void) | null = null;
   private ended = false;
@@ -90,11 +91,14 @@ class TtsLiveSession implements WsSession {
     return p ? { voice_id: p.voiceId, sample_rate: p.sampleRate, speed: p.speed, session_id: p.sessionId ?? undefined, request_id: p.requestId ?? undefined } : {};
   }
 
-  /** Phrases are synthesised strictly in order; the next one starts while this one is being sent. */
+  /**
+   * Phrases are synthesised one after another (a session holds at most one inference slot, however much text it
+   * sends), each starting as soon as the previous one is synthesised, while the previous one is being sent.
+   */
   private enqueue(phrase: string): void {
     const p = this.params as TtsParams;
-    const audio = this.registry.synthesize(p.voiceId, phrase, p.speed);
-    audio.catch(() => {});
+    const audio = this.lastSynthesis.then(() => this.registry.synthesize(p.voiceId, phrase, p.speed));
+    this.lastSynthesis = audio.catch(() => {});
     this.work = this.work.then(async () => {
       if (this.ended) return;
       try {
