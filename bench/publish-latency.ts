@@ -1,4 +1,5 @@
 // Benchmark: latency of publishing an agent draft over real HTTP, SQLite and PostgreSQL side by side (npm run bench:publish).
+import { intEnv } from './lib/harness.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -9,12 +10,6 @@ const CASES = ['publish (fresh scan)', 'publish (no fresh scan)'] as const;
 type Case = (typeof CASES)[number];
 interface Row { dialect: Dialect; case: Case; n: number; p50Ms: number; p95Ms: number; meanMs: number; minMs: number; maxMs: number; sync200: number; async202: number }
 
-function intEnv(name: string, dflt: number, min: number): number {
-  const raw = process.env[name];
-  const n = raw === undefined || raw === '' ? dflt : Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer >= ${min}`);
-  return n;
-}
 const ITERATIONS = intEnv('BENCH_ITERATIONS', 200, 1);
 const WARMUP = intEnv('BENCH_WARMUP', 10, 0);
 const DIALECTS = (process.env.BENCH_DIALECTS ?? 'sqlite,postgres').split(',').map((d) => d.trim()).filter(Boolean);

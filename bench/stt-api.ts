@@ -16,6 +16,7 @@
 // near 15 min on 2 cores; latency depends on it), BENCH_POST_CONCURRENCY (default 2 = the server's inference slots),
 // BENCH_LATENCY_N (default 40; 0 skips), BENCH_SILENCE_MS (default 1000), BENCH_EOU_MS (optional eou_timeout_ms),
 // BENCH_PARTS (default raw,post,ws1,ws: which parts run).
+import { intEnv, stopAndCollectProblems } from './lib/harness.js';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -36,12 +37,6 @@ const GOAL_LATENCY_P50_MS = 300;
 const GOAL_STREAM_VS_BATCH_POINTS = 1;
 const SERVER_ENV = { PARLEY_WARM_MODELS: 'true', PARLEY_RATE_LIMIT_PER_MINUTE: '1000000', PARLEY_INFERENCE_QUEUE: '64' };
 
-function intEnv(name: string, dflt: number, min: number): number {
-  const raw = process.env[name];
-  const n = raw === undefined || raw === '' ? dflt : Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer >= ${min}`);
-  return n;
-}
 const CONCURRENCY = intEnv('BENCH_CONCURRENCY', 6, 1);
 const POST_CONCURRENCY = intEnv('BENCH_POST_CONCURRENCY', 2, 1);
 const LATENCY_N = intEnv('BENCH_LATENCY_N', 40, 0);
@@ -534,16 +529,7 @@ try {
   failure = err instanceof Error ? err.message : String(err);
 } finally {
   if (server) {
-    serverProblems = server.logs.filter((l) => {
-      try {
-        return ((JSON.parse(l) as { level?: number }).level ?? 0) >= 40;
-      } catch {
-        return l.trim().length > 0;
-      }
-    });
-    const aliveAtEnd = server.exitCode === null;
-    serverExit = await server.stop();
-    if (!aliveAtEnd) serverProblems.push(`server exited during the run with code ${serverExit}`);
+    ({ exit: serverExit, problems: serverProblems } = await stopAndCollectProblems(server));
   }
   await store.cleanup();
 }

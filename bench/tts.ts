@@ -6,6 +6,7 @@
 // Env: BENCH_ITERATIONS (timed requests per first-audio case, default 30), BENCH_WARMUP (default 3),
 // BENCH_RTF_RUNS (default 5), BENCH_WER_VOICES (default slt,kal16,rms), BENCH_BUDGET_S (default 270: extra WER
 // voices are skipped once the run has taken this long).
+import { intEnv, stopAndCollectProblems } from './lib/harness.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -21,12 +22,6 @@ const CONCURRENCIES = [1, 8] as const;
 const FIRST_AUDIO_VOICES = ['slt', 'kal'] as const;
 const REQUEST_TIMEOUT_MS = 60_000;
 
-function intEnv(name: string, dflt: number, min: number): number {
-  const raw = process.env[name];
-  const n = raw === undefined || raw === '' ? dflt : Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer >= ${min}`);
-  return n;
-}
 const ITERATIONS = intEnv('BENCH_ITERATIONS', 30, 1);
 const WARMUP = intEnv('BENCH_WARMUP', 3, 0);
 const RTF_RUNS = intEnv('BENCH_RTF_RUNS', 5, 1);
@@ -472,17 +467,7 @@ try {
   failure = err instanceof Error ? err.message : String(err);
 } finally {
   if (server) {
-    // Anything the server logged at warn or above, or on stderr, and whether it was still alive.
-    serverProblems = server.logs.filter((l) => {
-      try {
-        return ((JSON.parse(l) as { level?: number }).level ?? 0) >= 40;
-      } catch {
-        return l.trim().length > 0;
-      }
-    });
-    const aliveAtEnd = server.exitCode === null;
-    serverExit = await server.stop();
-    if (!aliveAtEnd) serverProblems.push(`server exited during the run with code ${serverExit}`);
+    ({ exit: serverExit, problems: serverProblems } = await stopAndCollectProblems(server));
   }
   await store.cleanup();
 }
