@@ -21,6 +21,12 @@ import { systemRoutes } from '../transports/routes/system.js';
 import { agentRoutes } from '../transports/routes/agents.js';
 import { versioningRoutes } from '../transports/routes/versioning.js';
 import { legacyV1Routes } from '../transports/routes/legacy-v1.js';
+import { SecretVault } from '../control-plane/secrets/vault.js';
+import { secretRoutes } from '../transports/routes/secrets.js';
+import { conversationRoutes } from '../transports/routes/conversations.js';
+import { AgentMetrics } from '../transports/calls/agent-metrics.js';
+import { CallRuntime } from '../transports/calls/runtime.js';
+import { agentConnectSocket } from '../transports/ws/agent-connect.js';
 import type { Settings } from './settings.js';
 
 export interface RunningApp {
@@ -33,6 +39,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   const store = await openStore({ dataDir: settings.dataDir, databaseUrl: settings.databaseUrl, pgSchema: settings.databaseSchema });
   logger.info({ store: store.describe }, 'store open');
   if (settings.bootstrapKey && (await ensureBootstrapKey(store.db, settings.bootstrapKey))) logger.info('bootstrap API key created');
+  const vault = await SecretVault.open(store.db, { dataDir: settings.dataDir, envKey: settings.secretKey });
 
   const keys = new KeyResolver(store.db, settings.keyCacheMs, 2000, (err) =>
     logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not record API key usage; retrying at the next flush'),
@@ -50,11 +57,13 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
     maxBodyBytes: settings.maxBodyBytes,
     authenticate: authenticator(keys, tokens, new RateLimiter(), settings.rateLimitPerMinute),
   });
-  const ctx = { db: store.db, publish, logger, settings };
+  const ctx = { db: store.db, publish, logger, settings, vault };
   systemRoutes(server, store, metrics);
   agentRoutes(server, settings.atomsPrefix, ctx);
   versioningRoutes(server, settings.atomsPrefix, ctx);
   legacyV1Routes(server, settings.atomsPrefix, ctx);
+  secretRoutes(server, settings.atomsPrefix, ctx);
+  conversationRoutes(server, settings.atomsPrefix, ctx);
   tokenRoutes(server, settings.wavesPrefix, tokens, new RateLimiter(), settings.tokenMintsPerMinute);
   const registry = new ModelRegistry({
     cacheDir: path.join(settings.dataDir, 'models-cache'),
@@ -71,6 +80,8 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   ttsLiveSockets(server, settings.wavesPrefix, registry, logger);
   sttLiveSockets(server, settings.wavesPrefix, registry, logger);
   sttRoutes(server, settings.wavesPrefix, registry, { maxBodyBytes: settings.sttMaxBytes, maxAudioSeconds: settings.sttMaxSeconds }, logger);
+  const runtime = new CallRuntime({ db: store.db, registry, vault, logger, metrics: new AgentMetrics(metrics.registry), defaultLlm: settings.llm });
+  const agentSockets = agentConnectSocket(server, settings.atomsPrefix, { db: store.db, runtime, logger, draining: () => server.isDraining });
   server.finish();
 
   const resumed = await publish.resumePendingScans();
@@ -82,7 +93,9 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
     port,
     logger,
     async stop() {
+      const calls = agentSockets.endAll('server_shutdown');
       await server.drain(settings.shutdownTimeoutMs);
+      await calls;
       server.close();
       await keys.close();
       await scanner.close();

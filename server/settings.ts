@@ -28,6 +28,10 @@ export interface Settings {
   v1SunsetDate?: Date;
   shutdownTimeoutMs: number;
   logLevel: string;
+  /** Secrets vault master key (64 hex or base64 of 32 bytes); unset: `<dataDir>/secret.key`. */
+  secretKey?: string;
+  /** The server's default language model (OpenAI-compatible): used by speech-to-speech and by single-prompt agents without a model block. */
+  llm?: { baseUrl: string; model: string; apiKey?: string };
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, dflt: number, min: number): number {
@@ -81,5 +85,9 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     v1SunsetDate: sunset,
     shutdownTimeoutMs: int(env, 'PARLEY_SHUTDOWN_TIMEOUT_MS', 10_000, 0),
     logLevel: env.LOG_LEVEL ?? 'info',
+    secretKey: env.PARLEY_SECRET_KEY || undefined,
+    llm: env.PARLEY_LLM_BASE_URL
+      ? { baseUrl: env.PARLEY_LLM_BASE_URL.replace(/\/+$/, ''), model: env.PARLEY_LLM_MODEL || 'gpt-4o-mini', apiKey: env.PARLEY_LLM_API_KEY || undefined }
+      : undefined,
   };
 }

@@ -1,5 +1,6 @@
 // Validation schema of each agent configuration field (wire names), with the ranges the wire doc gives.
 import { z } from 'zod';
+import { workflowGraphSchema } from '../../engine/agent/brains/workflow-schema.js';
 
 const LANGS = ['en', 'hi', 'mr', 'gu', 'ta', 'es', 'north_indic', 'bn', 'or'] as const;
 const HTTP_METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'] as const;
@@ -70,10 +71,7 @@ const systemTool = z
     if (t.type === 'api_call' && !t.method) ctx.addIssue({ code: 'custom', path: ['method'], message: 'required for api_call' });
   });
 
-const workflowGraph = z
-  .object({ nodes: z.array(z.object({ id: z.string().min(1) }).passthrough()), edges: z.array(z.object({}).passthrough()).optional() })
-  .passthrough()
-  .nullable();
+const workflowGraph = workflowGraphSchema.nullable();
 
 const model = z
   .object({

@@ -133,6 +133,68 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0003_calls': {
+    async up(db: Kysely<any>) {
+      // No foreign key to agents: a call record outlives the agent it ran (deleting an agent keeps its history).
+      await db.schema
+        .createTable('calls')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('call_id', 'text', (c) => c.notNull().unique())
+        .addColumn('org_id', 'text', (c) => c.notNull().references('organizations.id').onDelete('cascade'))
+        .addColumn('agent_id', 'text', (c) => c.notNull())
+        .addColumn('branch_id', 'text')
+        .addColumn('revision_id', 'text')
+        .addColumn('config_source', 'text', (c) => c.notNull())
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('mode', 'text', (c) => c.notNull())
+        .addColumn('is_test', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('from_number', 'text')
+        .addColumn('to_number', 'text')
+        .addColumn('started_at', 'text', (c) => c.notNull())
+        .addColumn('ended_at', 'text')
+        .addColumn('duration_s', 'real')
+        .addColumn('end_reason', 'text')
+        .addColumn('transcript', 'text', (c) => c.notNull())
+        .addColumn('variables', 'text', (c) => c.notNull())
+        .addColumn('metrics', 'text')
+        .addColumn('voice_config', 'text', (c) => c.notNull())
+        .addColumn('slm_model', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('calls_org_agent_created').on('calls').columns(['org_id', 'agent_id', 'created_at']).execute();
+      await db.schema.createIndex('calls_org_created').on('calls').columns(['org_id', 'created_at']).execute();
+      await db.schema
+        .createTable('call_tokens')
+        .addColumn('token_hash', 'text', (c) => c.primaryKey())
+        .addColumn('org_id', 'text', (c) => c.notNull().references('organizations.id').onDelete('cascade'))
+        .addColumn('agent_id', 'text', (c) => c.notNull())
+        .addColumn('mode', 'text', (c) => c.notNull())
+        .addColumn('variables', 'text', (c) => c.notNull())
+        .addColumn('config_source', 'text', (c) => c.notNull())
+        .addColumn('branch_id', 'text')
+        .addColumn('revision_id', 'text')
+        .addColumn('sample_rate', 'integer', (c) => c.notNull())
+        .addColumn('expires_at', 'text', (c) => c.notNull())
+        .addColumn('used_at', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('call_tokens_expires').on('call_tokens').column('expires_at').execute();
+      await db.schema
+        .createTable('secrets')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('org_id', 'text', (c) => c.notNull().references('organizations.id').onDelete('cascade'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('ciphertext', 'text', (c) => c.notNull())
+        .addColumn('iv', 'text', (c) => c.notNull())
+        .addColumn('tag', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .addUniqueConstraint('secrets_org_name', ['org_id', 'name'])
+        .execute();
+    },
+  },
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -126,6 +126,69 @@ export interface ServerSecretsTable {
   created_at: string;
 }
 
+/** One conversation (agent WebSocket session, later telephony legs). JSON columns as text. */
+export interface CallsTable {
+  id: string;
+  /** `CALL-<epoch ms>-<6 hex>`: the id conversation routes take. */
+  call_id: string;
+  org_id: string;
+  agent_id: string;
+  branch_id: string | null;
+  revision_id: string | null;
+  /** 'live' | 'draft' | 'revision'. */
+  config_source: string;
+  /** 'webcall' | 'telephony_inbound' | 'telephony_outbound'. */
+  type: string;
+  /** 'webcall' | 'chat'. */
+  mode: string;
+  is_test: number;
+  status: string;
+  from_number: string | null;
+  to_number: string | null;
+  started_at: string;
+  ended_at: string | null;
+  duration_s: number | null;
+  end_reason: string | null;
+  /** JSON: [{role, content, timestamp, interrupted?}]. */
+  transcript: string;
+  variables: string;
+  /** JSON: {turns: [...per-turn latency metrics]}. */
+  metrics: string | null;
+  voice_config: string;
+  slm_model: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Single-use `wct_` agent WebSocket tokens, stored only as SHA-256 hashes. */
+export interface CallTokensTable {
+  token_hash: string;
+  org_id: string;
+  agent_id: string;
+  mode: string;
+  variables: string;
+  config_source: string;
+  branch_id: string | null;
+  /** The revisions row the session runs (a draft's id for a draft test call); null for the live config. */
+  revision_id: string | null;
+  sample_rate: number;
+  expires_at: string;
+  used_at: string | null;
+  created_at: string;
+}
+
+/** Organization secrets vault: AES-256-GCM ciphertext, IV and auth tag, each base64. */
+export interface SecretsTable {
+  id: string;
+  org_id: string;
+  name: string;
+  ciphertext: string;
+  iv: string;
+  tag: string;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;
@@ -135,4 +198,7 @@ export interface Database {
   revisions: RevisionsTable;
   draft_edits: DraftEditsTable;
   server_secrets: ServerSecretsTable;
+  calls: CallsTable;
+  call_tokens: CallTokensTable;
+  secrets: SecretsTable;
 }

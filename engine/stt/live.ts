@@ -154,7 +154,7 @@ interface FinalFlags {
 }
 
 /** Growable mono 16 kHz buffer addressed by absolute sample index; the oldest samples can be dropped. */
-class SampleBuffer {
+export class SampleBuffer {
   private data = new Float32Array(4 * SR);
   private len = 0;
   /** Absolute index of the oldest kept sample. */

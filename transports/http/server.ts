@@ -29,6 +29,11 @@ export class HttpServer {
   constructor(private readonly opts: HttpServerOptions) {}
 
   /** The credential check of HTTP routes, for WebSocket upgrades. */
+  /** True once drain() began: new sessions are refused. */
+  get isDraining(): boolean {
+    return this.draining;
+  }
+
   authenticate(req: HttpRequest, mode: Exclude<AuthMode, 'none'>): Promise<void> {
     return this.opts.authenticate(req, mode);
   }

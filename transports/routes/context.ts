@@ -5,12 +5,15 @@ import type { PublishService } from '../../control-plane/agents/publish.js';
 import type { Actor } from '../../control-plane/agents/agents.js';
 import type { HttpRequest } from '../http/types.js';
 import type { Settings } from '../../server/settings.js';
+import type { SecretVault } from '../../control-plane/secrets/vault.js';
 
 export interface RouteContext {
   db: Db;
   publish: PublishService;
   logger: Logger;
   settings: Settings;
+  /** Organization secrets vault (`vault.get(orgId, name)` decrypts, for the runtime only). */
+  vault: SecretVault;
 }
 
 export function actorOf(req: HttpRequest): Actor {

@@ -3,6 +3,7 @@ import type { HttpServer } from '../http/server.js';
 import { ok, type HttpRequest } from '../http/types.js';
 import { loadAgent } from '../../control-plane/agents/agents.js';
 import { v1Diff, v1GetDraft, v1GetVersion } from '../../control-plane/agents/revisions.js';
+import { mintV1TestCall } from '../../control-plane/calls/test-calls.js';
 import { ApiError } from '../../control-plane/errors.js';
 import { actorOf, type RouteContext } from './context.js';
 
@@ -41,4 +42,9 @@ export function legacyV1Routes(server: HttpServer, prefix: string, ctx: RouteCon
   server.route('GET', `${a}/drafts/:draftId`, async (req) => ok(await v1GetDraft(ctx.db, actorOf(req), id(req), req.params.draftId as string), 200, headers()), auth);
   server.route('GET', `${a}/drafts/:draftId/diff`, async (req) =>
     ok(await v1Diff(ctx.db, actorOf(req), id(req), req.query.get('compareTo'), req.params.draftId as string), 200, headers()), auth);
+  // Test calls keep working during coexistence: a wct_ token pinned to that draft or version (= revision).
+  server.route('POST', `${a}/drafts/:draftId/test-call`, async (req) =>
+    ok(await mintV1TestCall(ctx.db, actorOf(req), id(req), { draftId: req.params.draftId as string }, req.json()), 201, headers()), auth);
+  server.route('POST', `${a}/versions/:versionId/test-call`, async (req) =>
+    ok(await mintV1TestCall(ctx.db, actorOf(req), id(req), { versionId: req.params.versionId as string }, req.json()), 201, headers()), auth);
 }

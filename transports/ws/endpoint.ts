@@ -12,6 +12,8 @@ export interface WsConnection {
   sendBinary(data: Uint8Array): void;
   /** Bytes queued in the socket's send buffer (backpressure). */
   bufferedAmount(): number;
+  /** Sends a WebSocket ping; the peer's pong reaches WsSession.onPong. */
+  ping(): void;
   /** Closes with a code (1000 normal, 1008 policy, 1011 server error, 1013 try again later). */
   close(code?: number, reason?: string): void;
   readonly closed: boolean;
@@ -22,6 +24,8 @@ export interface WsSession {
   onClose(code: number): void;
   /** The send buffer drained below the backpressure limit. */
   onDrain?(): void;
+  /** The peer answered a ping. */
+  onPong?(): void;
 }
 
 export interface WsRoute<P> {
@@ -53,6 +57,9 @@ class Connection implements WsConnection {
   }
   bufferedAmount(): number {
     return this.closed ? 0 : this.ws.getBufferedAmount();
+  }
+  ping(): void {
+    if (!this.closed) this.ws.ping();
   }
   close(code = 1000, reason = ''): void {
     if (this.closed) return;
@@ -129,6 +136,7 @@ export function wsRoute<P>(server: HttpServer, logger: Logger, pattern: string, 
       }
     },
     drain: (ws) => ws.getUserData().state.session?.onDrain?.(),
+    pong: (ws) => ws.getUserData().state.session?.onPong?.(),
     close: (ws, code) => {
       const data = ws.getUserData().state;
       if (data.conn) data.conn.closed = true;

@@ -1,0 +1,228 @@
+// Call records: create and update (the runtime), read and list (GET /conversation/{id}, GET /conversation) in the wire's shape.
+import { randomBytes } from 'node:crypto';
+import type { Selectable, Updateable } from 'kysely';
+import type { Db } from '../store/db.js';
+import type { CallsTable } from '../store/schema.js';
+import { newId, nowIso } from '../store/ids.js';
+import { badRequest, forbidden, notFound } from '../errors.js';
+import { loadAgent, type Actor } from '../agents/agents.js';
+import { parseJson } from '../agents/records.js';
+
+export type CallRow = Selectable<CallsTable>;
+export type CallStatus = 'pending' | 'in_progress' | 'in_queue' | 'processing' | 'active' | 'completed' | 'failed' | 'no_answer' | 'cancelled';
+export type CallType = 'webcall' | 'telephony_inbound' | 'telephony_outbound';
+export type CallMode = 'webcall' | 'chat';
+export type ConfigSource = 'live' | 'draft' | 'revision';
+
+export interface TranscriptEntry {
+  role: 'user' | 'agent';
+  content: string;
+  /** ISO time. */
+  timestamp: string;
+  interrupted?: boolean;
+}
+
+/**
+ * One turn's latency record as the runtime stores it (the engine's TurnMetrics; other fields pass through).
+ * `e2eMs` (end of user speech to first agent audio) feeds `turnLatencyMetrics`; `userEnd` / `botStart` its transitions.
+ */
+export interface TurnMetric {
+  turn?: number;
+  e2eMs?: number | null;
+  userEnd?: string | null;
+  botStart?: string | null;
+}
+
+export interface CallMetrics {
+  turns: TurnMetric[];
+  processedAt?: string;
+  [field: string]: unknown;
+}
+
+export interface NewCall {
+  orgId: string;
+  agentId: string;
+  branchId?: string | null;
+  revisionId?: string | null;
+  configSource: ConfigSource;
+  type: CallType;
+  mode: CallMode;
+  isTest: boolean;
+  variables: Record<string, unknown>;
+  voiceConfig: Record<string, unknown>;
+  slmModel?: string | null;
+  fromNumber?: string | null;
+  toNumber?: string | null;
+  /** A call id announced before the call started (from newCallId()); a new one otherwise. */
+  callId?: string;
+}
+
+export interface CallPatch {
+  status?: CallStatus;
+  transcript?: TranscriptEntry[];
+  variables?: Record<string, unknown>;
+  metrics?: CallMetrics | null;
+  endReason?: string | null;
+  endedAt?: string | null;
+  durationS?: number | null;
+}
+
+/** `CALL-<13-digit epoch ms>-<6 lowercase hex>`. */
+export const newCallId = (): string => `CALL-${Date.now()}-${randomBytes(3).toString('hex')}`;
+export const isCallId = (value: string): boolean => /^CALL-\d{13}-[0-9a-f]{6}$/.test(value);
+
+export async function createCall(db: Db, input: NewCall): Promise<{ id: string; callId: string }> {
+  if (input.callId !== undefined && !isCallId(input.callId)) throw new Error(`not a call id: ${input.callId}`);
+  const id = newId();
+  const callId = input.callId ?? newCallId();
+  const now = nowIso();
+  await db
+    .insertInto('calls')
+    .values({
+      id,
+      call_id: callId,
+      org_id: input.orgId,
+      agent_id: input.agentId,
+      branch_id: input.branchId ?? null,
+      revision_id: input.revisionId ?? null,
+      config_source: input.configSource,
+      type: input.type,
+      mode: input.mode,
+      is_test: input.isTest ? 1 : 0,
+      status: 'in_progress',
+      from_number: input.fromNumber ?? null,
+      to_number: input.toNumber ?? null,
+      started_at: now,
+      ended_at: null,
+      duration_s: null,
+      end_reason: null,
+      transcript: '[]',
+      variables: JSON.stringify(input.variables),
+      metrics: null,
+      voice_config: JSON.stringify(input.voiceConfig),
+      slm_model: input.slmModel ?? null,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
+  return { id, callId };
+}
+
+/** Applies the given fields (others unchanged); false when no call has this call id. */
+export async function updateCall(db: Db, callId: string, patch: CallPatch): Promise<boolean> {
+  const set: Updateable<CallsTable> = { updated_at: nowIso() };
+  if (patch.status !== undefined) set.status = patch.status;
+  if (patch.transcript !== undefined) set.transcript = JSON.stringify(patch.transcript);
+  if (patch.variables !== undefined) set.variables = JSON.stringify(patch.variables);
+  if (patch.metrics !== undefined) set.metrics = patch.metrics === null ? null : JSON.stringify(patch.metrics);
+  if (patch.endReason !== undefined) set.end_reason = patch.endReason;
+  if (patch.endedAt !== undefined) set.ended_at = patch.endedAt;
+  if (patch.durationS !== undefined) set.duration_s = patch.durationS;
+  const result = await db.updateTable('calls').set(set).where('call_id', '=', callId).executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+async function loadCall(db: Db, actor: Actor, callId: string): Promise<CallRow> {
+  const row = await db.selectFrom('calls').selectAll().where('call_id', '=', callId).executeTakeFirst();
+  if (!row) throw notFound('Conversation not found');
+  if (row.org_id !== actor.orgId) throw forbidden('This API key has no access to this conversation');
+  return row;
+}
+
+type AgentBrief = { _id: string; name: string; workflowType: string } | null;
+
+export async function readCall(db: Db, actor: Actor, callId: string): Promise<Record<string, unknown>> {
+  const row = await loadCall(db, actor, callId);
+  const agents = await agentBriefs(db, [row.agent_id]);
+  return callDto(row, agents.get(row.agent_id) ?? null);
+}
+
+export async function listCalls(db: Db, actor: Actor, query: URLSearchParams): Promise<{ conversations: Record<string, unknown>[]; total: number }> {
+  const page = intParam(query, 'page', 1, 1, 1_000_000);
+  const limit = intParam(query, 'limit', 20, 1, 100);
+  const agentId = query.get('agentId');
+  if (agentId !== null) await loadAgent(db, actor, agentId);
+  let base = db.selectFrom('calls').where('org_id', '=', actor.orgId);
+  if (agentId !== null) base = base.where('agent_id', '=', agentId);
+  const total = Number((await base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+  const rows = await base.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).offset((page - 1) * limit).execute();
+  const agents = await agentBriefs(db, rows.map((r) => r.agent_id));
+  return { conversations: rows.map((r) => callDto(r, agents.get(r.agent_id) ?? null)), total };
+}
+
+async function agentBriefs(db: Db, ids: string[]): Promise<Map<string, AgentBrief>> {
+  const unique = [...new Set(ids)];
+  if (!unique.length) return new Map();
+  const rows = await db.selectFrom('agents').select(['id', 'name', 'workflow_type']).where('id', 'in', unique).execute();
+  return new Map(rows.map((a) => [a.id, { _id: a.id, name: a.name, workflowType: a.workflow_type }]));
+}
+
+function callDto(row: CallRow, agent: AgentBrief): Record<string, unknown> {
+  const metrics = parseJson<CallMetrics>(row.metrics);
+  const transcript = (parseJson<TranscriptEntry[]>(row.transcript) ?? []).map((t) => ({ role: t.role, content: t.content, timestamp: t.timestamp, ...(t.interrupted ? { interrupted: true } : {}) }));
+  const duration = row.duration_s ?? (row.ended_at ? (Date.parse(row.ended_at) - Date.parse(row.started_at)) / 1000 : null);
+  return {
+    _id: row.id,
+    callId: row.call_id,
+    agent,
+    status: row.status,
+    duration,
+    recordingUrl: null,
+    recordingDualUrl: null,
+    from: row.from_number,
+    to: row.to_number,
+    type: row.type,
+    transcript,
+    variables: parseJson<Record<string, unknown>>(row.variables) ?? {},
+    events: [],
+    callCost: 0,
+    callFailureReason: row.status === 'failed' ? row.end_reason : null,
+    retryCallId: null,
+    postCallAnalytics: null,
+    turnLatencyMetrics: turnLatencyMetrics(metrics, row.updated_at),
+    turnMetrics: Array.isArray(metrics?.turns) ? metrics.turns : null,
+    voiceConfigUsed: parseJson<Record<string, unknown>>(row.voice_config),
+    slmModelUsed: row.slm_model,
+    mode: row.mode,
+    isTest: Boolean(row.is_test),
+    configSource: row.config_source,
+    branchId: row.branch_id,
+    revisionId: row.revision_id,
+    endReason: row.end_reason,
+    startedAt: row.started_at,
+    endedAt: row.ended_at,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+/** The wire's `turnLatencyMetrics` (ms) from the turns that have an end-to-end latency; null when there are none. */
+export function turnLatencyMetrics(metrics: CallMetrics | null, fallbackProcessedAt: string): Record<string, unknown> | null {
+  if (!metrics || !Array.isArray(metrics.turns)) return null;
+  const timed = metrics.turns
+    .map((t, i) => ({ t, turn: typeof t.turn === 'number' ? t.turn : i + 1 }))
+    .filter(({ t }) => typeof t.e2eMs === 'number' && Number.isFinite(t.e2eMs));
+  if (!timed.length) return null;
+  const latencies = timed.map(({ t }) => t.e2eMs as number);
+  const sorted = [...latencies].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  const median = sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+  return {
+    turns: timed.length,
+    avgLatency: latencies.reduce((a, b) => a + b, 0) / latencies.length,
+    medianLatency: median,
+    minLatency: sorted[0],
+    maxLatency: sorted[sorted.length - 1],
+    latencies,
+    transitions: timed.map(({ t, turn }) => ({ turn, user_end: t.userEnd ?? null, bot_start: t.botStart ?? null, latency: t.e2eMs })),
+    processedAt: metrics.processedAt ?? fallbackProcessedAt,
+  };
+}
+
+function intParam(query: URLSearchParams, name: string, dflt: number, min: number, max: number): number {
+  const raw = query.get(name);
+  if (raw === null) return dflt;
+  const n = Number(raw);
+  if (raw.trim() === '' || !Number.isInteger(n) || n < min || n > max) throw badRequest(`${name}: must be an integer from ${min} to ${max}`);
+  return n;
+}

@@ -1,0 +1,695 @@
+// One conversation: caller audio (or text) in -> VAD -> turn detection -> recognition -> brain -> synthesis -> paced
+// audio out, with transport-neutral events. Knows nothing of HTTP, WebSockets or the store.
+//
+// Turn-taking (all audio-clocked, 32 ms VAD windows):
+// - User speech starts after `minSpeechWindows` windows; at the first silent window recognition starts
+//   speculatively on the turn so far. The turn commits once the silence has lasted endpointing.minDelayMs and the
+//   transcript looks finished, or maxDelayMs whatever it says; speech resuming first discards the speculation.
+//   An empty transcript (noise) discards the turn. A committed turn is committed once and answered.
+// - Barge-in (allowInterruptions): user speech lasting vad.triggerTimeInSecs while the agent talks pauses the agent's
+//   audio at once. It becomes an interruption when the speech goes on past `confirmInterruptMs` or recognition finds
+//   words that are not a backchannel: queued audio is dropped, the assistant transcript is cut to what was played and
+//   `interruption` goes out. A backchannel, no words, or no words within `falseInterruptionMs` resumes the agent.
+// - Idle: after the agent's turn, user silence for the idle timeout gets a reprompt, up to maxRetries, then the call
+//   ends with reason `idle_timeout`. sessionTimeoutSeconds ends it with `session_timeout`.
+import { SampleDecoder, type Encoding } from '../audio/codecs.js';
+import { Resampler } from '../audio/resample.js';
+import { QueueFullError } from '../models/queue.js';
+import type { ModelRegistry } from '../models/registry.js';
+import { VAD_SAMPLE_RATE, VAD_WINDOW_SAMPLES, type SileroVad } from '../models/silero.js';
+import { SampleBuffer } from '../stt/live.js';
+import { SpeechTracker, isBackchannel, looksComplete, rms } from '../turn/speech-tracker.js';
+import { OutputPacer } from './pacer.js';
+import { TurnSpeaker } from './speaker.js';
+import type { AgentSpec, Brain, BrainEvent, ToolCall, Vars } from './types.js';
+
+const SR = VAD_SAMPLE_RATE;
+const WIN = VAD_WINDOW_SAMPLES;
+const WIN_MS = (WIN * 1000) / SR;
+const PRE_ROLL = Math.round(0.3 * SR);
+const MAX_TURN_SAMPLES = 28 * SR;
+
+export type CloseReason = 'client_requested' | 'websocket_closed' | 'ended' | 'idle_timeout' | 'session_timeout' | 'transfer_unavailable' | 'error' | string;
+
+export interface TurnMetrics {
+  turn: number;
+  /** User stopped speaking -> turn committed. */
+  eouDelayMs: number;
+  /** Speculative recognition run time. */
+  recognitionMs: number;
+  /** Commit -> first text from the brain. */
+  brainFirstTokenMs: number | null;
+  /** Commit -> first phrase complete (ready for synthesis). */
+  brainFirstPhraseMs: number | null;
+  /** First phrase synthesis time. */
+  ttsFirstByteMs: number | null;
+  /** User stopped speaking -> first agent audio frame sent. */
+  e2eMs: number | null;
+  /** e2e minus the model and wait parts above: what the engine itself adds. */
+  engineOverheadMs: number | null;
+  userEnd: string;
+  botStart: string | null;
+}
+
+export type SessionEvent =
+  | { type: 'user_speech_started'; audioMs: number }
+  | { type: 'user_speech_stopped'; audioMs: number }
+  | { type: 'user_turn_discarded'; reason: 'noise' | 'backchannel' }
+  | { type: 'user_transcript_delta'; text: string }
+  | { type: 'user_transcript'; text: string }
+  | { type: 'agent_start_talking' }
+  | { type: 'audio'; samples: Float32Array }
+  | { type: 'agent_transcript_delta'; text: string }
+  | { type: 'agent_transcript'; text: string; interrupted: boolean }
+  | { type: 'agent_stop_talking'; interrupted: boolean }
+  | { type: 'interruption' }
+  | { type: 'variables'; values: Vars }
+  | { type: 'turn_metrics'; metrics: TurnMetrics }
+  | { type: 'error'; code: string; message: string }
+  | { type: 'ended'; reason: CloseReason };
+
+export interface TranscriptEntry {
+  role: 'user' | 'agent';
+  content: string;
+  timestamp: string;
+  interrupted?: boolean;
+}
+
+export interface InterruptionRecord {
+  /** Wall-clock ISO time the barge-in was detected, and ms from detection until the agent's audio stopped. */
+  detectedAt: string;
+  stopMs: number;
+  heard: string;
+  confirmedAfterMs: number;
+}
+
+export interface SessionOptions {
+  mode: 'webcall' | 'chat';
+  /** `webcall`, `telephonyInbound`, `telephonyOutbound`: picks the idle timeout. */
+  conversationType: string;
+  spec: AgentSpec;
+  brain: Brain;
+  /** The call's variables (standard keys included); brains may add to it. */
+  variables: Vars;
+  registry: ModelRegistry;
+  inputRate: number;
+  inputEncoding?: Encoding;
+  outputRate: number;
+  emit(event: SessionEvent): void;
+  /** Runs a tool the brain called; null when it cannot run (a spoken fallback and an error event follow). */
+  runTool?(call: ToolCall): Promise<string | null>;
+  /** Speech needed to start a user turn, ms. Default 96. */
+  minSpeechMs?: number;
+  /** Barge-in speech beyond which no backchannel check is made, ms. Default 1000. */
+  confirmInterruptMs?: number;
+  /** A paused agent resumes when no words are recognised within this, ms. Default 2000. */
+  falseInterruptionMs?: number;
+  /** Output lead, ms. Default 80. */
+  leadMs?: number;
+  /** Text of idle reprompts and of the idle goodbye. */
+  repromptText?: string;
+  idleGoodbyeText?: string;
+}
+
+interface UserTurn {
+  /** Start of its audio (16 kHz index, pre-roll included). */
+  start: number;
+  onsetWindow: number;
+  spec?: { pause: number; result: Promise<string>; text?: string; startedAt: number; doneAt?: number };
+  /** Wall time the user stopped speaking (performance.now()). */
+  stoppedAt?: number;
+}
+
+interface AgentTurn {
+  id: number;
+  abort: AbortController;
+  speaker?: TurnSpeaker;
+  text: string;
+  started: boolean;
+  endAfter?: CloseReason;
+  startedAt: number;
+  metrics?: { userStoppedAt: number; committedAt: number; eouDelayMs: number; recognitionMs: number; recognitionWait: number; firstTextAt?: number; turn: number };
+}
+
+interface BargeIn {
+  detectedAt: number;
+  detectedIso: string;
+  timer: NodeJS.Timeout;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export class AgentSession {
+  readonly transcript: TranscriptEntry[] = [];
+  readonly turnMetrics: TurnMetrics[] = [];
+  readonly interruptions: InterruptionRecord[] = [];
+  endReason: CloseReason | null = null;
+  readonly startedAt = new Date();
+
+  private readonly decoder: SampleDecoder | null;
+  private readonly resampler: Resampler | null;
+  private readonly audio = new SampleBuffer();
+  private readonly tracker: SpeechTracker;
+  private readonly pacer: OutputPacer | null;
+  private vad: SileroVad | undefined;
+  private recognizer: Awaited<ReturnType<ModelRegistry['recognizer']>> | undefined;
+  private chain: Promise<void>;
+  private windows = 0;
+  private utt: UserTurn | null = null;
+  private agent: AgentTurn | null = null;
+  private turnSeq = 0;
+  private userTurns = 0;
+  private bargeIn: BargeIn | null = null;
+  /** How long pausing the output took at the last barge-in detection, ms. */
+  private stopMs = 0;
+  private idleTimer: NodeJS.Timeout | null = null;
+  private idleRetries = 0;
+  private sessionTimer: NodeJS.Timeout | null = null;
+  private replyChain: Promise<void> = Promise.resolve();
+  private lastDelta = '';
+  private readonly bargeWindows: number;
+  private readonly confirmWindows: number;
+
+  constructor(private readonly opts: SessionOptions) {
+    const spec = opts.spec;
+    const start = spec.vad.confidence > 0 ? spec.vad.confidence : 0.5;
+    this.tracker = new SpeechTracker({
+      startThreshold: start,
+      endThreshold: Math.max(0.05, start - 0.15),
+      minSpeechWindows: Math.max(1, Math.round((opts.minSpeechMs ?? 96) / WIN_MS)),
+      minVolume: spec.vad.minVolume,
+    });
+    this.bargeWindows = Math.max(2, Math.round((Math.max(0.1, spec.vad.triggerTimeInSecs) * 1000) / WIN_MS));
+    this.confirmWindows = Math.max(this.bargeWindows + 1, Math.round((opts.confirmInterruptMs ?? 1000) / WIN_MS));
+    if (opts.mode === 'webcall') {
+      this.decoder = new SampleDecoder(opts.inputEncoding ?? 'linear16');
+      this.resampler = new Resampler(opts.inputRate, SR);
+      this.pacer = new OutputPacer({
+        sampleRate: opts.outputRate,
+        leadMs: opts.leadMs ?? 80,
+        send: (frame) => this.onFrame(frame),
+        onDrained: () => void this.onAgentDrained(this.agent),
+      });
+      this.chain = Promise.all([opts.registry.vad(), opts.registry.recognizer()]).then(([vad, rec]) => {
+        this.vad = vad.createStream();
+        this.recognizer = rec;
+      });
+    } else {
+      this.decoder = null;
+      this.resampler = null;
+      this.pacer = null;
+      this.chain = Promise.resolve();
+    }
+    this.chain = this.chain.catch((err: unknown) => this.fail(err));
+  }
+
+  get ended(): boolean {
+    return this.endReason !== null;
+  }
+
+  /** Starts the call: the opening line unless the agent waits for the user to speak first. */
+  start(): void {
+    const timeout = this.opts.spec.sessionTimeoutSeconds;
+    if (timeout > 0) this.sessionTimer = setTimeout(() => void this.end('session_timeout'), timeout * 1000);
+    if (this.opts.spec.waitForUserToSpeakFirst) {
+      this.armIdle();
+      return;
+    }
+    this.respond((ctx) => this.opts.brain.opening(ctx), null);
+  }
+
+  /** Caller audio in the session's input encoding and rate (webcall mode). */
+  pushAudio(bytes: Uint8Array): void {
+    if (this.ended || !this.decoder || !this.resampler) return;
+    let samples: Float32Array;
+    try {
+      samples = this.resampler.push(this.decoder.push(bytes));
+    } catch (err) {
+      this.opts.emit({ type: 'error', code: 'invalid_audio', message: err instanceof Error ? err.message : 'undecodable audio' });
+      return;
+    }
+    if (!samples.length) return;
+    this.chain = this.chain.then(() => this.feed(samples)).catch((err: unknown) => this.fail(err));
+  }
+
+  /** User text (chat mode, or typed input in a voice call): a committed user turn. */
+  sendText(text: string): void {
+    if (this.ended) return;
+    const t = text.trim();
+    if (!t) return;
+    if (this.agent && this.opts.mode === 'webcall') this.interruptAgent(performance.now(), new Date().toISOString());
+    this.commitUserText(t, null);
+  }
+
+  /** Ends the call (idempotent): stops audio, recognition and the brain; emits `ended`. */
+  end(reason: CloseReason): void {
+    if (this.ended) return;
+    this.endReason = reason;
+    this.clearIdle();
+    if (this.sessionTimer) clearTimeout(this.sessionTimer);
+    if (this.bargeIn) clearTimeout(this.bargeIn.timer);
+    this.bargeIn = null;
+    const agent = this.agent;
+    if (agent) {
+      agent.abort.abort();
+      agent.speaker?.cancel();
+      if (agent.started || agent.text) this.recordAgent(this.heardOf(agent), this.heardOf(agent) !== agent.text.trim());
+    }
+    this.agent = null;
+    this.pacer?.close();
+    this.vad?.reset();
+    this.audio.clear();
+    this.opts.emit({ type: 'ended', reason });
+  }
+
+  // ------------------------------------------------------------------------------------------------ audio input
+  private async feed(samples: Float32Array): Promise<void> {
+    const vad = this.vad;
+    if (!vad || this.ended) return;
+    this.audio.append(samples);
+    const probs = await vad.process(samples);
+    for (const p of probs) {
+      if (this.ended) return;
+      const w = this.windows;
+      const from = w * WIN;
+      const window = this.audio.slice(from, from + WIN);
+      this.onWindow(w, p, rms(window));
+      this.windows++;
+    }
+    // Keep only the audio a turn may still need.
+    const keepFrom = this.utt ? this.utt.start : this.windows * WIN - PRE_ROLL - 8 * WIN;
+    if (keepFrom - this.audio.start > SR) this.audio.dropBefore(keepFrom);
+  }
+
+  private onWindow(w: number, p: number, level: number): void {
+    const signal = this.tracker.push(w, p, level);
+    const agentActive = this.agent !== null;
+    if (signal?.type === 'start') {
+      if (agentActive && !this.opts.spec.allowInterruptions) {
+        // Interruptions are off: speech over the agent is not a turn.
+        this.tracker.reset();
+        return;
+      }
+      this.clearIdle();
+      this.utt = { start: Math.max(this.audio.start, signal.onset * WIN - PRE_ROLL), onsetWindow: signal.onset };
+      this.opts.emit({ type: 'user_speech_started', audioMs: Math.round(signal.onset * WIN_MS) });
+    }
+    const utt = this.utt;
+    if (!utt) return;
+    if (signal?.type === 'pause') {
+      utt.stoppedAt = performance.now() - WIN_MS;
+      this.opts.emit({ type: 'user_speech_stopped', audioMs: Math.round(w * WIN_MS) });
+      this.speculate(utt, w);
+    } else if (signal?.type === 'resume') {
+      utt.spec = undefined;
+      utt.stoppedAt = undefined;
+    }
+    const state = this.tracker.state;
+    if (state === 'speech') {
+      const spoken = w - utt.onsetWindow + 1;
+      if (this.agent && !this.bargeIn && this.agentInterruptible() && spoken >= this.bargeWindows) this.startBargeIn();
+      if (this.bargeIn && spoken >= this.confirmWindows) this.confirmBargeIn();
+      if ((w + 1) * WIN - utt.start >= MAX_TURN_SAMPLES) {
+        // A monologue: take what there is as the turn.
+        utt.stoppedAt = performance.now();
+        this.speculate(utt, w + 1);
+        this.tracker.state = 'pause';
+        this.tracker.pauseStart = w + 1;
+      }
+    }
+    if (this.tracker.state === 'pause') this.maybeCommit();
+  }
+
+  private agentInterruptible(): boolean {
+    const agent = this.agent;
+    if (!agent || !this.opts.spec.allowInterruptions) return false;
+    return performance.now() - agent.startedAt >= this.opts.spec.interruptionBackoffSeconds * 1000;
+  }
+
+  private speculate(utt: UserTurn, pauseWindow: number): void {
+    const end = Math.min(this.audio.end, (pauseWindow + 1) * WIN);
+    const samples = this.audio.slice(utt.start, end);
+    const startedAt = performance.now();
+    const spec: NonNullable<UserTurn['spec']> = { pause: pauseWindow, result: this.recognize(samples), startedAt };
+    utt.spec = spec;
+    spec.result.then(
+      (text) => {
+        spec.text = text;
+        spec.doneAt = performance.now();
+        if (this.utt === utt && utt.spec === spec) this.onRecognized(utt);
+      },
+      (err: unknown) => {
+        if (this.utt === utt && utt.spec === spec) this.fail(err);
+      },
+    );
+  }
+
+  private onRecognized(utt: UserTurn): void {
+    const text = utt.spec?.text ?? '';
+    if (this.bargeIn) {
+      if (!text.trim() || isBackchannel(text)) {
+        this.resumeAfterFalseInterruption(text.trim() ? 'backchannel' : 'noise');
+        return;
+      }
+      this.confirmBargeIn();
+    }
+    this.maybeCommit();
+  }
+
+  /** Commits the user's turn when the endpointing rules allow it. */
+  private maybeCommit(): void {
+    const utt = this.utt;
+    const spec = utt?.spec;
+    if (!utt || !spec || this.tracker.state !== 'pause' || this.bargeIn) return;
+    const silenceMs = (this.windows - spec.pause + 1) * WIN_MS;
+    const { minDelayMs, maxDelayMs } = this.opts.spec.endpointing;
+    if (spec.text === undefined || silenceMs < minDelayMs) return;
+    const text = spec.text.trim();
+    if (!text) {
+      this.discardTurn('noise');
+      return;
+    }
+    if (!looksComplete(text) && silenceMs < maxDelayMs) return;
+    this.utt = null;
+    this.tracker.reset();
+    const now = performance.now();
+    const stoppedAt = utt.stoppedAt ?? now;
+    this.commitUserText(text, {
+      userStoppedAt: stoppedAt,
+      committedAt: now,
+      eouDelayMs: now - stoppedAt,
+      recognitionMs: (spec.doneAt ?? now) - spec.startedAt,
+      recognitionWait: 0,
+      turn: 0,
+    });
+  }
+
+  private discardTurn(reason: 'noise' | 'backchannel'): void {
+    this.utt = null;
+    this.tracker.reset();
+    this.opts.emit({ type: 'user_turn_discarded', reason });
+    if (!this.agent) this.armIdle();
+  }
+
+  // ------------------------------------------------------------------------------------------------ barge-in
+  private startBargeIn(): void {
+    const detectedAt = performance.now();
+    this.pacer?.pause();
+    this.stopMs = performance.now() - detectedAt;
+    this.bargeIn = {
+      detectedAt,
+      detectedIso: new Date().toISOString(),
+      timer: setTimeout(() => {
+        if (this.bargeIn && this.tracker.state !== 'speech') this.resumeAfterFalseInterruption('noise');
+      }, this.opts.falseInterruptionMs ?? 2000),
+    };
+  }
+
+  private confirmBargeIn(): void {
+    const b = this.bargeIn;
+    if (!b) return;
+    clearTimeout(b.timer);
+    this.bargeIn = null;
+    this.interruptAgent(b.detectedAt, b.detectedIso);
+    this.maybeCommit();
+  }
+
+  private resumeAfterFalseInterruption(reason: 'noise' | 'backchannel'): void {
+    const b = this.bargeIn;
+    if (!b) return;
+    clearTimeout(b.timer);
+    this.bargeIn = null;
+    this.utt = null;
+    this.tracker.reset();
+    this.opts.emit({ type: 'user_turn_discarded', reason });
+    this.pacer?.resume();
+    const drained = this.pendingDrain;
+    this.pendingDrain = null;
+    if (drained && drained === this.agent) void this.onAgentDrained(drained);
+  }
+
+  /** Stops the agent's turn: queued audio dropped, transcript cut to what was heard, `interruption` out. */
+  private interruptAgent(detectedAt: number, detectedIso: string): void {
+    const agent = this.agent;
+    if (!agent) return;
+    const heard = this.heardOf(agent);
+    agent.abort.abort();
+    agent.speaker?.cancel();
+    this.pacer?.reset();
+    this.agent = null;
+    const stopMs = this.pacer ? this.stopMs : 0;
+    this.interruptions.push({ detectedAt: detectedIso, stopMs: Math.round(stopMs * 100) / 100, heard, confirmedAfterMs: Math.round(performance.now() - detectedAt) });
+    this.pendingDrain = null;
+    this.opts.brain.truncateLastReply(heard);
+    this.opts.emit({ type: 'interruption' });
+    if (agent.started) this.opts.emit({ type: 'agent_stop_talking', interrupted: true });
+    this.recordAgent(heard, true);
+    this.lastDelta = '';
+  }
+
+  private heardOf(agent: AgentTurn): string {
+    if (this.opts.mode === 'chat' || !this.pacer) return agent.text.trim();
+    return this.pacer.heardText();
+  }
+
+  // ------------------------------------------------------------------------------------------------ replies
+  private commitUserText(text: string, metrics: AgentTurn['metrics'] | null): void {
+    this.idleRetries = 0;
+    this.clearIdle();
+    this.userTurns++;
+    this.opts.emit({ type: 'user_transcript_delta', text });
+    this.opts.emit({ type: 'user_transcript', text });
+    this.transcript.push({ role: 'user', content: text, timestamp: new Date().toISOString() });
+    if (this.agent) {
+      // The agent had not started speaking its previous reply: drop it, answer this.
+      this.agent.abort.abort();
+      this.agent.speaker?.cancel();
+      this.pacer?.reset();
+      this.opts.brain.truncateLastReply('');
+      this.agent = null;
+    }
+    if (metrics) metrics.turn = this.userTurns;
+    this.respond((ctx) => this.opts.brain.reply(text, ctx), metrics);
+  }
+
+  /** Runs one agent turn from a brain stream (plus tool-call continuations). */
+  private respond(source: (ctx: { variables: Vars; signal: AbortSignal }) => AsyncIterable<BrainEvent>, metrics: AgentTurn['metrics'] | null, extraText?: string): void {
+    const turn: AgentTurn = { id: ++this.turnSeq, abort: new AbortController(), text: '', started: false, startedAt: performance.now(), metrics: metrics ?? undefined };
+    this.agent = turn;
+    this.lastDelta = '';
+    if (this.pacer) {
+      this.pacer.reset();
+      turn.speaker = new TurnSpeaker(this.opts.registry, this.pacer, {
+        voiceId: this.opts.spec.voiceId,
+        speed: this.opts.spec.speed,
+        onError: (err) => this.opts.emit({ type: 'error', code: 'synthesis_failed', message: err instanceof Error ? err.message : String(err) }),
+      });
+    }
+    this.replyChain = this.replyChain.then(() => this.runTurn(turn, source, extraText)).catch((err: unknown) => this.fail(err));
+  }
+
+  private async runTurn(turn: AgentTurn, source: (ctx: { variables: Vars; signal: AbortSignal }) => AsyncIterable<BrainEvent>, extraText?: string): Promise<void> {
+    const ctx = { variables: this.opts.variables, signal: turn.abort.signal };
+    const alive = () => this.agent === turn && !this.ended;
+    if (extraText) this.addText(turn, extraText);
+    let next: (() => AsyncIterable<BrainEvent>) | null = () => source(ctx);
+    for (let round = 0; next && round < 4 && alive(); round++) {
+      const stream = next();
+      next = null;
+      const calls: ToolCall[] = [];
+      let failed = false;
+      for await (const ev of stream) {
+        if (!alive()) return;
+        if (ev.type === 'text') this.addText(turn, ev.text);
+        else if (ev.type === 'tool_call') calls.push(ev.call);
+        else if (ev.type === 'end_call') turn.endAfter = 'ended';
+        else if (ev.type === 'transfer') {
+          turn.endAfter = 'transfer_unavailable';
+          this.opts.emit({ type: 'error', code: 'transfer_unavailable', message: `Transfer to ${ev.number} is not available on this call type; the call ends` });
+        } else if (ev.type === 'variables') this.opts.emit({ type: 'variables', values: ev.values });
+        else if (ev.type === 'error') {
+          failed = true;
+          this.opts.emit({ type: 'error', code: ev.code, message: ev.message });
+        }
+      }
+      if (!alive()) return;
+      if (failed && !turn.text.trim()) this.addText(turn, "Sorry, I'm having trouble answering right now. Please try again in a moment.");
+      for (const call of calls) {
+        const output = this.opts.runTool ? await this.opts.runTool(call).catch(() => null) : null;
+        if (!alive()) return;
+        if (output === null) {
+          this.opts.emit({ type: 'error', code: 'tool_unavailable', message: `Tool "${call.name}" cannot run yet` });
+          this.addText(turn, "Sorry, I can't do that right now.");
+          this.opts.brain.addToolResult(call.id, JSON.stringify({ error: 'tool unavailable' }));
+        } else {
+          this.opts.brain.addToolResult(call.id, output);
+          next = () => this.opts.brain.reply(null, ctx);
+        }
+      }
+    }
+    if (!alive()) return;
+    if (turn.speaker) {
+      await turn.speaker.end();
+      if (!alive()) return;
+      if (!turn.text.trim()) this.finishAgentTurn(turn);
+      // Otherwise the pacer's drain finishes the turn.
+    } else {
+      this.finishAgentTurn(turn);
+    }
+  }
+
+  private addText(turn: AgentTurn, text: string): void {
+    if (!text) return;
+    if (turn.metrics && turn.metrics.firstTextAt === undefined) turn.metrics.firstTextAt = performance.now();
+    turn.text += text;
+    if (turn.speaker) turn.speaker.pushText(text);
+    else this.opts.emit({ type: 'agent_transcript_delta', text: turn.text.trim() });
+  }
+
+  private onFrame(frame: Float32Array): void {
+    const turn = this.agent;
+    if (!turn) return;
+    if (!turn.started) {
+      turn.started = true;
+      this.opts.emit({ type: 'agent_start_talking' });
+      this.recordMetrics(turn);
+    }
+    this.opts.emit({ type: 'audio', samples: frame });
+    const heard = this.pacer?.heardText() ?? '';
+    if (heard && heard !== this.lastDelta) {
+      this.lastDelta = heard;
+      this.opts.emit({ type: 'agent_transcript_delta', text: heard });
+    }
+  }
+
+  private async onAgentDrained(turn: AgentTurn | null): Promise<void> {
+    if (!turn?.speaker) return;
+    // The last frames were sent ahead of playback: the turn ends when the listener has heard them.
+    const wait = this.pacer?.msUntilPlayed() ?? 0;
+    if (wait > 0) await sleep(wait);
+    if (this.agent !== turn || this.ended || this.pacer?.isPaused) {
+      if (this.agent === turn && this.pacer?.isPaused) this.pendingDrain = turn;
+      return;
+    }
+    this.finishAgentTurn(turn);
+  }
+
+  /** A drain that arrived while a barge-in held the audio; finished when the agent resumes. */
+  private pendingDrain: AgentTurn | null = null;
+
+  private finishAgentTurn(turn: AgentTurn): void {
+    if (this.agent !== turn) return;
+    this.agent = null;
+    const text = turn.text.trim();
+    if (this.pacer && turn.started) {
+      if (text && text !== this.lastDelta) this.opts.emit({ type: 'agent_transcript_delta', text });
+      this.opts.emit({ type: 'agent_stop_talking', interrupted: false });
+    }
+    this.pacer?.reset();
+    if (text) {
+      this.opts.emit({ type: 'agent_transcript', text, interrupted: false });
+      this.transcript.push({ role: 'agent', content: text, timestamp: new Date().toISOString() });
+    }
+    if (turn.endAfter) {
+      this.end(turn.endAfter);
+      return;
+    }
+    if (!this.utt) this.armIdle();
+  }
+
+  private recordAgent(text: string, interrupted: boolean): void {
+    this.opts.emit({ type: 'agent_transcript', text, interrupted });
+    this.transcript.push({ role: 'agent', content: text, timestamp: new Date().toISOString(), ...(interrupted ? { interrupted: true } : {}) });
+  }
+
+  private recordMetrics(turn: AgentTurn): void {
+    const m = turn.metrics;
+    if (!m) return;
+    const now = performance.now();
+    const t = turn.speaker?.timings ?? {};
+    const brainFirstTokenMs = m.firstTextAt !== undefined ? m.firstTextAt - m.committedAt : null;
+    const brainFirstPhraseMs = t.firstPhraseAt !== undefined ? t.firstPhraseAt - m.committedAt : null;
+    const ttsFirstByteMs = t.firstSynthStart !== undefined && t.firstSynthDone !== undefined ? t.firstSynthDone - t.firstSynthStart : null;
+    const e2eMs = now - m.userStoppedAt;
+    const parts = m.eouDelayMs + (brainFirstPhraseMs ?? 0) + (ttsFirstByteMs ?? 0);
+    const r = (x: number | null) => (x === null ? null : Math.round(x * 10) / 10);
+    const metrics: TurnMetrics = {
+      turn: m.turn,
+      eouDelayMs: r(m.eouDelayMs) as number,
+      recognitionMs: r(m.recognitionMs) as number,
+      brainFirstTokenMs: r(brainFirstTokenMs),
+      brainFirstPhraseMs: r(brainFirstPhraseMs),
+      ttsFirstByteMs: r(ttsFirstByteMs),
+      e2eMs: r(e2eMs),
+      engineOverheadMs: r(Math.max(0, e2eMs - parts)),
+      userEnd: new Date(Date.now() - (now - m.userStoppedAt)).toISOString(),
+      botStart: new Date().toISOString(),
+    };
+    this.turnMetrics.push(metrics);
+    this.opts.emit({ type: 'turn_metrics', metrics });
+  }
+
+  // ------------------------------------------------------------------------------------------------ idle
+  private idleSeconds(): number {
+    const idle = this.opts.spec.idle;
+    if (this.opts.mode === 'chat') return idle.chatSeconds;
+    return this.opts.conversationType.startsWith('telephony') ? idle.telephonySeconds : idle.webcallSeconds;
+  }
+
+  private armIdle(): void {
+    this.clearIdle();
+    if (this.ended) return;
+    const seconds = this.idleSeconds();
+    if (!(seconds > 0)) return;
+    this.idleTimer = setTimeout(() => this.onIdle(), seconds * 1000);
+  }
+
+  private clearIdle(): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
+  }
+
+  private onIdle(): void {
+    this.idleTimer = null;
+    if (this.ended || this.agent || this.utt) return;
+    if (this.idleRetries < this.opts.spec.idle.maxRetries) {
+      this.idleRetries++;
+      const text = this.opts.repromptText ?? 'Are you still there?';
+      this.respond(async function* () {
+        yield { type: 'text' as const, text };
+      }, null);
+      return;
+    }
+    const bye = this.opts.idleGoodbyeText ?? "I haven't heard from you, so I'll end the call now. Goodbye.";
+    this.respond(async function* () {
+      yield { type: 'text' as const, text: bye };
+    }, null);
+    const turn = this.agent as AgentTurn | null;
+    if (turn) turn.endAfter = 'idle_timeout';
+  }
+
+  // ------------------------------------------------------------------------------------------------ recognition
+  private async recognize(samples: Float32Array): Promise<string> {
+    const recognizer = this.recognizer;
+    if (!recognizer || this.ended) return '';
+    const deadline = Date.now() + 10_000;
+    let delay = 20;
+    for (;;) {
+      try {
+        const { text } = await this.opts.registry.queue.run(() => recognizer.transcribe(samples));
+        return text.trim();
+      } catch (err) {
+        if (!(err instanceof QueueFullError) || Date.now() > deadline || this.ended) throw err;
+        await sleep(delay);
+        delay = Math.min(400, delay * 2);
+      }
+    }
+  }
+
+  private fail(err: unknown): void {
+    if (this.ended) return;
+    const message = err instanceof QueueFullError ? 'The server is at capacity' : err instanceof Error ? err.message : String(err);
+    this.opts.emit({ type: 'error', code: 'internal_error', message });
+    this.end('error');
+  }
+}

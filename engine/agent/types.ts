@@ -1,0 +1,106 @@
+// Contracts of the conversation runtime: the resolved agent it runs, the brains it asks, the tools it calls.
+// The engine knows nothing of HTTP or the store: transports resolve an agent into an AgentSpec and hand it over.
+
+/** Variable values: the 11 standard keys, the agent's defaultVariables, per-call variables, extracted values. */
+export type Vars = Record<string, string | number | boolean>;
+
+/** An OpenAI-compatible chat-completions endpoint (the agent's `model` block, or the server default). */
+export interface LlmEndpoint {
+  /** Base URL up to and including the version segment, e.g. `http://127.0.0.1:9000/v1`; `/chat/completions` is appended. */
+  baseUrl: string;
+  model: string;
+  /** The resolved API key (never the secret's name); omitted when the endpoint needs none. */
+  apiKey?: string;
+  temperature?: number;
+}
+
+/** A function the language model may call (OpenAI `tools[].function`). */
+export interface FunctionTool {
+  name: string;
+  description?: string;
+  /** JSON Schema of the arguments. */
+  parameters?: Record<string, unknown>;
+}
+
+/** The flat agent configuration the runtime reads (the `_resolvedConfig` fields it needs; everything optional). */
+export interface AgentSpec {
+  agentId: string;
+  workflowType: 'single_prompt' | 'workflow_graph';
+  prompt?: string;
+  globalPrompt?: string;
+  firstMessage?: string;
+  /** workflow_graph agents only; see engine/agent/brains/workflow.ts for the shape. */
+  workflowGraph?: unknown;
+  /** single_prompt agents: the language model (apiKey already resolved from the vault). */
+  llm?: LlmEndpoint;
+  /** Agent tools (wire `Tool` objects: end_call, transfer_call, api_call, ...). */
+  tools?: Record<string, unknown>[];
+  voiceId: string;
+  voiceGender?: string;
+  speed: number;
+  languageDefault: string;
+  languagesSupported: string[];
+  /** IANA zone name, or an offset in minutes east of UTC (wire `{label, offset}`). */
+  timezone: string | { label: string; offset: number };
+  defaultVariables: Vars;
+  allowInterruptions: boolean;
+  waitForUserToSpeakFirst: boolean;
+  /** Seconds at the start of each agent turn during which the user cannot interrupt. */
+  interruptionBackoffSeconds: number;
+  vad: { confidence: number; minVolume: number; triggerTimeInSecs: number; releaseTimeInSecs: number };
+  endpointing: { minDelayMs: number; maxDelayMs: number };
+  /** Seconds of user silence before a reprompt, per conversation kind, and reprompts before the call ends. */
+  idle: { chatSeconds: number; webcallSeconds: number; telephonySeconds: number; maxRetries: number };
+  sessionTimeoutSeconds: number;
+}
+
+/** One message of the conversation as the brains see it. */
+export type ChatMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string; toolCalls?: ToolCall[] }
+  | { role: 'tool'; toolCallId: string; content: string };
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** The JSON text of the arguments, as the model produced it. */
+  arguments: string;
+}
+
+/** What a brain produces for one reply, in order. */
+export type BrainEvent =
+  /** A piece of the reply's text (streamed; concatenate). */
+  | { type: 'text'; text: string }
+  /** The model calls a function; the reply pauses until the caller gives a result (see Brain.addToolResult). */
+  | { type: 'tool_call'; call: ToolCall }
+  /** End the call after the text before it has been spoken. */
+  | { type: 'end_call'; reason: string }
+  /** Transfer the call to a number after the text before it has been spoken. */
+  | { type: 'transfer'; number: string }
+  /** Variables set or extracted during this reply. */
+  | { type: 'variables'; values: Vars }
+  /** The brain could not answer (endpoint down, bad graph); any text already yielded stands. */
+  | { type: 'error'; code: string; message: string };
+
+export interface BrainContext {
+  /** Live variable store of the call (brains may add to it). */
+  variables: Vars;
+  signal: AbortSignal;
+}
+
+export interface Brain {
+  /** The opening turn (firstMessage, or the graph's start node); may yield nothing. */
+  opening(ctx: BrainContext): AsyncIterable<BrainEvent>;
+  /**
+   * A reply to what the user said; `userText` null continues after tool results were added (the model narrates them).
+   * Aborting `ctx.signal` stops it (no more events).
+   */
+  reply(userText: string | null, ctx: BrainContext): AsyncIterable<BrainEvent>;
+  /** The result of a tool call yielded by the last reply. */
+  addToolResult(callId: string, output: string): void;
+  /** The user heard only `heardText` of the last reply (barge-in): the history keeps only that. */
+  truncateLastReply(heardText: string): void;
+  /** A user message that got no reply of its own (for example the user spoke again before the agent answered). */
+  noteUser?(text: string): void;
+}

@@ -1,0 +1,21 @@
+// Conversation routes: register-call (wct_ session tokens), call records, and branch test calls.
+import type { HttpServer } from '../http/server.js';
+import { ok } from '../http/types.js';
+import { registerCall } from '../../control-plane/calls/register-call.js';
+import { listCalls, readCall } from '../../control-plane/calls/calls.js';
+import { mintTestCall, parseTestCallBody } from '../../control-plane/calls/test-calls.js';
+import { actorOf, type RouteContext } from './context.js';
+
+export function conversationRoutes(server: HttpServer, prefix: string, ctx: RouteContext): void {
+  const auth = { auth: 'key' as const };
+  const c = `${prefix}/conversation`;
+  server.route('POST', `${c}/register-call`, async (req) => ok(await registerCall(ctx.db, actorOf(req), req.json()), 201), auth);
+  server.route('GET', c, async (req) => ok(await listCalls(ctx.db, actorOf(req), req.query)), auth);
+  server.route('GET', `${c}/:id`, async (req) => ok(await readCall(ctx.db, actorOf(req), req.params.id as string)), auth);
+
+  // Seam: an in-process chat run (body `messages`) would branch here, after parsing, using resolveTestCall.
+  server.route('POST', `${prefix}/agent/:id/branches/:branchId/test-call`, async (req) => {
+    const request = parseTestCallBody(req.json());
+    return ok(await mintTestCall(ctx.db, actorOf(req), req.params.id as string, req.params.branchId as string, request), 201);
+  }, auth);
+}

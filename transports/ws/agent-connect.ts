@@ -1,0 +1,348 @@
+// WSS /agent/connect: the realtime agent session (wire: agent-session-ws.md). Auth by single-use wct_ token or API key
+// plus agent_id, checked before the upgrade; then engine session events <-> JSON frames, with backpressure.
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { ApiError, badRequest, unauthorized } from '../../control-plane/errors.js';
+import { consumeCallToken, isCallTokenShaped, type CallTokenClaims } from '../../control-plane/calls/call-tokens.js';
+import { callTargetOfClaims, resolveCallConfig, type ResolvedCallConfig } from '../../control-plane/calls/call-config.js';
+import { parseCallVariables } from '../../control-plane/calls/variables.js';
+import type { Db } from '../../control-plane/store/db.js';
+import type { SessionEvent } from '../../engine/agent/session.js';
+import { encodeLinear16 } from '../../engine/audio/codecs.js';
+import type { HttpServer } from '../http/server.js';
+import type { HttpRequest } from '../http/types.js';
+import { bearerToken } from '../http/auth.js';
+import type { CallRuntime, RunningCall } from '../calls/runtime.js';
+import { wsRoute, type WsConnection, type WsSession } from './endpoint.js';
+
+export const AGENT_SAMPLE_RATES = [8000, 16000, 24000, 48000] as const;
+const MODES = ['webcall', 'chat'] as const;
+type Mode = (typeof MODES)[number];
+
+/** Output queued in the socket beyond this many seconds of audio means the client is not keeping up. */
+const MAX_BUFFER_SECONDS = 3;
+/**
+ * Liveness: a ping every PING_MS; a pong missing for STALL_MS means the client stopped reading (its pong waits behind
+ * everything queued for it, kernel buffers included, which can hold tens of seconds of audio before the server's own
+ * send buffer grows) or is gone.
+ */
+const PING_MS = 2000;
+const STALL_MS = 8000;
+/** Decoded audio per append message (16 s at 48 kHz) and text per message. */
+const MAX_AUDIO_BYTES = 16 * 48000 * 2;
+const MAX_TEXT = 4000;
+
+interface Prepared {
+  resolved: ResolvedCallConfig;
+  mode: Mode;
+  sampleRate: number;
+  variables: Record<string, string | number | boolean>;
+  callId: string;
+}
+
+export interface AgentConnectDeps {
+  db: Db;
+  runtime: CallRuntime;
+  logger: Logger;
+  /** True while the server drains (new sessions get 503). */
+  draining(): boolean;
+}
+
+export interface AgentSockets {
+  /** Ends every open session (server shutdown); resolves once their call records are written. */
+  endAll(reason: string): Promise<void>;
+}
+
+export function agentConnectSocket(server: HttpServer, prefix: string, deps: AgentConnectDeps): AgentSockets {
+  const open = new Set<AgentConnection>();
+  wsRoute<Prepared>(server, deps.logger, `${prefix}/agent/connect`, {
+    auth: 'none',
+    maxPayloadBytes: 2 * 1024 * 1024,
+    prepare: (req) => prepare(server, deps, req),
+    open: (conn, prepared) => new AgentConnection(conn, prepared, deps, open),
+  });
+  return {
+    async endAll(reason) {
+      await Promise.all([...open].map((c) => c.end(reason)));
+    },
+  };
+}
+
+async function prepare(server: HttpServer, deps: AgentConnectDeps, req: HttpRequest): Promise<Prepared> {
+  if (deps.draining()) throw new ApiError(503, 'Server is draining; retry with backoff');
+  const queryToken = req.query.get('token');
+  const headerToken = bearerToken(req);
+  if (queryToken && headerToken) throw unauthorized('Send the token as the token query parameter or the Authorization header, not both');
+  const presented = queryToken ?? headerToken;
+  if (!presented) throw unauthorized('Unauthorized: missing token (token=wct_... or an API key)');
+
+  if (isCallTokenShaped(presented)) {
+    const claims = await consumeCallToken(deps.db, presented);
+    if (!claims) throw unauthorized('Session token is invalid, expired or already used');
+    const resolved = await resolveClaims(deps.db, claims);
+    return { resolved, mode: claims.mode, sampleRate: claims.sampleRate, variables: claims.variables, callId: deps.runtime.newCallId() };
+  }
+
+  // An API key: the session parameters come from the query.
+  req.headers.authorization = `Bearer ${presented}`;
+  await server.authenticate(req, 'key');
+  const auth = req.auth;
+  if (!auth) throw unauthorized();
+  const agentId = req.query.get('agent_id');
+  if (!agentId) throw unauthorized('agent_id is required with an API key');
+  const mode = (req.query.get('mode') ?? 'webcall') as Mode;
+  if (!MODES.includes(mode)) throw badRequest(`mode: must be one of ${MODES.join(', ')}`);
+  const rateText = req.query.get('sample_rate') ?? '24000';
+  const sampleRate = Number(rateText);
+  if (!/^\d+$/.test(rateText) || !(AGENT_SAMPLE_RATES as readonly number[]).includes(sampleRate)) {
+    throw badRequest(`sample_rate: must be one of ${AGENT_SAMPLE_RATES.join(', ')}`);
+  }
+  let variables: Record<string, string | number | boolean> = {};
+  const rawVars = req.query.get('variables');
+  if (rawVars) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(rawVars);
+    } catch {
+      throw badRequest('variables: must be URL-encoded JSON');
+    }
+    const result = parseCallVariables(parsed);
+    if (result.errors.length) throw badRequest(result.errors);
+    variables = result.variables;
+  }
+  const resolved = await resolveCallConfig(deps.db, { orgId: auth.orgId, name: auth.keyName }, agentId, { kind: 'live' }).catch((err: unknown) => {
+    // The wire answers an unknown (or foreign) agent_id before the upgrade with 401.
+    if (err instanceof ApiError && (err.status === 404 || err.status === 403)) throw unauthorized(`Unknown agent_id "${agentId}"`);
+    throw err;
+  });
+  return { resolved, mode, sampleRate, variables, callId: deps.runtime.newCallId() };
+}
+
+async function resolveClaims(db: Db, claims: CallTokenClaims): Promise<ResolvedCallConfig> {
+  try {
+    return await resolveCallConfig(db, { orgId: claims.orgId, name: 'session token' }, claims.agentId, callTargetOfClaims(claims));
+  } catch (err) {
+    if (err instanceof ApiError && (err.status === 404 || err.status === 403)) throw unauthorized('The agent or configuration of this session token no longer exists');
+    throw err;
+  }
+}
+
+class AgentConnection implements WsSession {
+  private call: RunningCall | null = null;
+  private readonly sessionId = randomUUID();
+  private readonly maxBuffered: number;
+  private closing = false;
+  private lastPong: number;
+  private readonly pinger: NodeJS.Timeout;
+  /** Messages that arrived while the session was being created. */
+  private early: Buffer[] = [];
+
+  constructor(
+    private readonly conn: WsConnection,
+    private readonly prepared: Prepared,
+    private readonly deps: AgentConnectDeps,
+    private readonly registry: Set<AgentConnection>,
+  ) {
+    registry.add(this);
+    this.lastPong = Date.now();
+    this.pinger = setInterval(() => this.checkAlive(), PING_MS);
+    this.maxBuffered = Math.max(256 * 1024, Math.round(MAX_BUFFER_SECONDS * prepared.sampleRate * 2 * 1.4));
+    conn.sendJson({ type: 'session.created', session_id: this.sessionId, call_id: prepared.callId, sample_rate: prepared.sampleRate, channels: 1 });
+    void deps.runtime
+      .start(
+        {
+          resolved: prepared.resolved,
+          mode: prepared.mode,
+          type: 'webcall',
+          isTest: prepared.resolved.configSource !== 'live',
+          variables: prepared.variables,
+          inputRate: prepared.sampleRate,
+          outputRate: prepared.sampleRate,
+          callId: prepared.callId,
+        },
+        (event) => this.onEvent(event),
+      )
+      .then(
+        (call) => {
+          this.call = call;
+          if (this.conn.closed) {
+            call.session.end('websocket_closed');
+            return;
+          }
+          const early = this.early;
+          this.early = [];
+          for (const m of early) this.handle(m);
+        },
+        (err: unknown) => {
+          const message = err instanceof Error ? err.message : String(err);
+          deps.logger.warn({ err: message, callId: prepared.callId }, 'agent session failed to start');
+          // A fatal setup failure: an error frame, then close 4000 (no session.closed).
+          this.conn.sendJson({ type: 'error', code: err instanceof ApiError ? String(err.status) : 'internal_error', message });
+          this.conn.close(4000, 'session setup failed');
+        },
+      );
+  }
+
+  onMessage(data: Buffer, isBinary: boolean): void {
+    if (this.closing) return;
+    if (isBinary) {
+      this.error('invalid_event', 'binary frames are not accepted; send JSON text frames');
+      return;
+    }
+    if (!this.call) {
+      if (this.early.length < 200) this.early.push(data);
+      return;
+    }
+    this.handle(data);
+  }
+
+  onPong(): void {
+    this.lastPong = Date.now();
+  }
+
+  private checkAlive(): void {
+    if (this.closing || this.conn.closed) return;
+    if (Date.now() - this.lastPong > STALL_MS) {
+      this.deps.logger.info({ callId: this.prepared.callId }, 'agent session client stopped reading; disconnecting');
+      if (this.call) this.call.session.end('client_too_slow');
+      else this.conn.close(1008, 'client_too_slow');
+      return;
+    }
+    this.conn.ping();
+  }
+
+  onClose(): void {
+    clearInterval(this.pinger);
+    this.closing = true;
+    this.registry.delete(this);
+    this.call?.session.end('websocket_closed');
+  }
+
+  /** Ends the session with a reason; resolves once the call record is written. */
+  async end(reason: string): Promise<void> {
+    const call = this.call;
+    if (!call) {
+      this.conn.close(1001, reason);
+      return;
+    }
+    call.session.end(reason);
+    await call.finished;
+  }
+
+  private handle(data: Buffer): void {
+    const session = this.call?.session;
+    if (!session) {
+      this.error('no_session', 'the session is not ready');
+      return;
+    }
+    let msg: Record<string, unknown>;
+    try {
+      const parsed = JSON.parse(data.toString('utf8')) as unknown;
+      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
+      msg = parsed as Record<string, unknown>;
+    } catch {
+      this.error('invalid_event', 'each message must be a JSON object with a type');
+      return;
+    }
+    switch (msg.type) {
+      case 'input_audio_buffer.append': {
+        if (typeof msg.audio !== 'string' || !msg.audio) {
+          this.error('invalid_event', 'audio is required (base64 PCM16)');
+          return;
+        }
+        if (this.prepared.mode === 'chat') {
+          this.error('invalid_event', 'audio is not accepted in chat mode; send input_text.send');
+          return;
+        }
+        const bytes = Buffer.from(msg.audio, 'base64');
+        if (bytes.length === 0 || bytes.length > MAX_AUDIO_BYTES || bytes.length % 2 !== 0) {
+          this.error('invalid_event', 'audio must be base64 of 16-bit PCM samples (an even, non-zero number of bytes)');
+          return;
+        }
+        session.pushAudio(bytes);
+        return;
+      }
+      case 'input_audio_buffer.commit':
+      case 'session.update':
+        return; // accepted, reserved
+      case 'input_text.send': {
+        if (typeof msg.text !== 'string' || !msg.text.trim()) {
+          this.error('invalid_event', 'text is required (a non-empty string)');
+          return;
+        }
+        if (msg.text.length > MAX_TEXT) {
+          this.error('invalid_event', `text must be at most ${MAX_TEXT} characters`);
+          return;
+        }
+        session.sendText(msg.text);
+        return;
+      }
+      case 'session.close':
+        session.end('client_requested');
+        return;
+      default:
+        this.error('invalid_event', `unknown message type ${JSON.stringify(msg.type ?? null)}`);
+    }
+  }
+
+  private onEvent(e: SessionEvent): void {
+    if (this.conn.closed) return;
+    switch (e.type) {
+      case 'user_transcript_delta':
+        this.send({ type: 'transcript.delta', role: 'user', text: e.text });
+        break;
+      case 'user_transcript':
+        this.send({ type: 'transcript', role: 'user', text: e.text });
+        break;
+      case 'agent_start_talking':
+        this.send({ type: 'agent_start_talking', timestamp: timestamp() });
+        break;
+      case 'audio':
+        this.send({ type: 'output_audio.delta', audio: encodeLinear16(e.samples).toString('base64') });
+        break;
+      case 'agent_transcript_delta':
+        this.send({ type: 'transcript.delta', role: 'assistant', text: e.text });
+        break;
+      case 'agent_transcript':
+        this.send({ type: 'transcript', role: 'assistant', text: e.text });
+        break;
+      case 'agent_stop_talking':
+        this.send({ type: 'agent_stop_talking', timestamp: timestamp() });
+        break;
+      case 'interruption':
+        this.send({ type: 'interruption' });
+        break;
+      case 'error':
+        this.send({ type: 'error', code: e.code, message: e.message });
+        break;
+      case 'ended':
+        clearInterval(this.pinger);
+        this.closing = true;
+        this.conn.sendJson({ type: 'session.closed', reason: e.reason });
+        this.conn.close(1000, e.reason);
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** Sends a frame unless the client has fallen too far behind; then the session ends with a reason. */
+  private send(message: unknown): void {
+    if (this.closing) return;
+    if (this.conn.bufferedAmount() > this.maxBuffered) {
+      this.deps.logger.info({ callId: this.prepared.callId, buffered: this.conn.bufferedAmount() }, 'agent session client too slow; disconnecting');
+      this.call?.session.end('client_too_slow');
+      return;
+    }
+    this.conn.sendJson(message);
+  }
+
+  private error(code: string, message: string): void {
+    this.conn.sendJson({ type: 'error', code, message });
+  }
+}
+
+/** The wire's timestamp style: ISO without a zone suffix, microseconds (UTC). */
+function timestamp(): string {
+  return `${new Date().toISOString().slice(0, 23)}000`;
+}
