@@ -57,6 +57,10 @@ export type SessionEvent =
   | { type: 'user_turn_discarded'; reason: 'noise' | 'backchannel' }
   | { type: 'user_transcript_delta'; text: string }
   | { type: 'user_transcript'; text: string }
+  /** The agent began a reply (before any text or audio); `kind` says why. */
+  | { type: 'agent_turn_started'; turnId: number; kind: 'opening' | 'reply' | 'continuation' | 'reprompt' }
+  /** The agent's reply ended: completed, interrupted by the user, or cancelled (cancelResponse, a newer turn). */
+  | { type: 'agent_turn_ended'; turnId: number; status: 'completed' | 'interrupted' | 'cancelled'; text: string }
   | { type: 'agent_start_talking' }
   | { type: 'audio'; samples: Float32Array }
   | { type: 'agent_transcript_delta'; text: string }
@@ -215,7 +219,33 @@ export class AgentSession {
       this.armIdle();
       return;
     }
-    this.respond((ctx) => this.opts.brain.opening(ctx), null);
+    this.respond((ctx) => this.opts.brain.opening(ctx), null, 'opening');
+  }
+
+  /** Asks the brain to go on without new user input (after tool results, or for an initial response). */
+  continueReply(): void {
+    if (this.ended) return;
+    this.cancelResponse();
+    this.respond((ctx) => this.opts.brain.reply(null, ctx), null, 'continuation');
+  }
+
+  /** Stops the agent's current reply (client cancel): audio dropped, transcript cut to what was heard. False when idle. */
+  cancelResponse(): boolean {
+    const agent = this.agent;
+    if (!agent || this.ended) return false;
+    const heard = this.heardOf(agent);
+    agent.abort.abort();
+    agent.speaker?.cancel();
+    this.pacer?.reset();
+    this.agent = null;
+    this.pendingDrain = null;
+    this.opts.brain.truncateLastReply(heard);
+    if (agent.started) this.opts.emit({ type: 'agent_stop_talking', interrupted: true });
+    if (heard) this.recordAgent(heard, true);
+    this.opts.emit({ type: 'agent_turn_ended', turnId: agent.id, status: 'cancelled', text: heard });
+    this.lastDelta = '';
+    this.armIdle();
+    return true;
   }
 
   /** Caller audio in the session's input encoding and rate (webcall mode). */
@@ -253,7 +283,9 @@ export class AgentSession {
     if (agent) {
       agent.abort.abort();
       agent.speaker?.cancel();
-      if (agent.started || agent.text) this.recordAgent(this.heardOf(agent), this.heardOf(agent) !== agent.text.trim());
+      const heard = this.heardOf(agent);
+      if (agent.started || agent.text) this.recordAgent(heard, heard !== agent.text.trim());
+      this.opts.emit({ type: 'agent_turn_ended', turnId: agent.id, status: 'cancelled', text: heard });
     }
     this.agent = null;
     this.pacer?.close();
@@ -444,6 +476,7 @@ export class AgentSession {
     this.opts.emit({ type: 'interruption' });
     if (agent.started) this.opts.emit({ type: 'agent_stop_talking', interrupted: true });
     this.recordAgent(heard, true);
+    this.opts.emit({ type: 'agent_turn_ended', turnId: agent.id, status: 'interrupted', text: heard });
     this.lastDelta = '';
   }
 
@@ -466,16 +499,23 @@ export class AgentSession {
       this.agent.speaker?.cancel();
       this.pacer?.reset();
       this.opts.brain.truncateLastReply('');
+      this.opts.emit({ type: 'agent_turn_ended', turnId: this.agent.id, status: 'cancelled', text: '' });
       this.agent = null;
     }
     if (metrics) metrics.turn = this.userTurns;
-    this.respond((ctx) => this.opts.brain.reply(text, ctx), metrics);
+    this.respond((ctx) => this.opts.brain.reply(text, ctx), metrics, 'reply');
   }
 
   /** Runs one agent turn from a brain stream (plus tool-call continuations). */
-  private respond(source: (ctx: { variables: Vars; signal: AbortSignal }) => AsyncIterable<BrainEvent>, metrics: AgentTurn['metrics'] | null, extraText?: string): void {
+  private respond(
+    source: (ctx: { variables: Vars; signal: AbortSignal }) => AsyncIterable<BrainEvent>,
+    metrics: AgentTurn['metrics'] | null,
+    kind: 'opening' | 'reply' | 'continuation' | 'reprompt',
+    extraText?: string,
+  ): void {
     const turn: AgentTurn = { id: ++this.turnSeq, abort: new AbortController(), text: '', started: false, startedAt: performance.now(), metrics: metrics ?? undefined };
     this.agent = turn;
+    this.opts.emit({ type: 'agent_turn_started', turnId: turn.id, kind });
     this.lastDelta = '';
     if (this.pacer) {
       this.pacer.reset();
@@ -590,6 +630,7 @@ export class AgentSession {
       this.opts.emit({ type: 'agent_transcript', text, interrupted: false });
       this.transcript.push({ role: 'agent', content: text, timestamp: new Date().toISOString() });
     }
+    this.opts.emit({ type: 'agent_turn_ended', turnId: turn.id, status: 'completed', text });
     if (turn.endAfter) {
       this.end(turn.endAfter);
       return;
@@ -657,13 +698,13 @@ export class AgentSession {
       const text = this.opts.repromptText ?? 'Are you still there?';
       this.respond(async function* () {
         yield { type: 'text' as const, text };
-      }, null);
+      }, null, 'reprompt');
       return;
     }
     const bye = this.opts.idleGoodbyeText ?? "I haven't heard from you, so I'll end the call now. Goodbye.";
     this.respond(async function* () {
       yield { type: 'text' as const, text: bye };
-    }, null);
+    }, null, 'reprompt');
     const turn = this.agent as AgentTurn | null;
     if (turn) turn.endAfter = 'idle_timeout';
   }

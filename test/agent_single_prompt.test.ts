@@ -1,0 +1,218 @@
+// Single-prompt agents over the agent WebSocket against a local server speaking the OpenAI streaming protocol;
+// test calls of a draft during a config freeze; the demo workflow agent template.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freshStore, startServer, type StoreEnv, type TestServer } from './support/server.js';
+import { AgentCaller, connectUrl, speech } from './support/agent-client.js';
+import { mainBranchId } from './support/agents.js';
+import { OpenAiMock, type MockRequest, type MockReply } from './support/openai-mock.js';
+
+const A = '/atoms/v1';
+const RATE = 16000;
+const LLM_KEY = 'sk-llm-test-secret-123456';
+const LONG_ANSWER =
+  'We are open from nine in the morning until six in the evening, Monday to Friday. On Saturdays we open at ten and close at two. ' +
+  'We are closed on Sundays.';
+
+let store: StoreEnv;
+let server: TestServer;
+let mock: OpenAiMock;
+let llmBase: string;
+let script: (req: MockRequest) => MockReply = () => ({ text: 'Hello.' });
+
+async function conversation(callId: string): Promise<any> {
+  for (let i = 0; i < 50; i++) {
+    const res = await server.request('GET', `${A}/conversation/${callId}`);
+    if (res.status === 200 && res.body.data.status !== 'in_progress') return res.body.data;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('conversation record not completed');
+}
+
+async function singlePromptAgent(extra: Record<string, unknown> = {}): Promise<string> {
+  const res = await server.request('POST', `${A}/agent`, {
+    body: {
+      name: 'front desk',
+      workflowType: 'single_prompt',
+      prompt: 'You are the front desk of {{clinic}}. Today is {{current_day}}.',
+      defaultVariables: { clinic: 'Bright Smile' },
+      model: { provider: 'openai_compatible', baseUrl: llmBase, model: 'test-model', apiKeySecret: 'llm-key' },
+      ...extra,
+    },
+  });
+  expect(res.status, res.text).toBe(201);
+  return res.body.data as string;
+}
+
+beforeAll(async () => {
+  mock = new OpenAiMock({ apiKey: LLM_KEY, respond: (req) => script(req) });
+  llmBase = await mock.start();
+  store = freshStore('sqlite');
+  server = await startServer({ store, env: { PARLEY_WARM_MODELS: 'true' } });
+  const secret = await server.request('POST', `${A}/secret`, { body: { name: 'llm-key', value: LLM_KEY } });
+  expect(secret.status, secret.text).toBe(201);
+}, 120_000);
+
+afterAll(async () => {
+  await server?.stop();
+  await store?.cleanup();
+  await mock?.close();
+});
+
+describe('single-prompt agent over the agent WebSocket', () => {
+  it('answers speech with the streamed model reply, starting to speak before the model has finished', async () => {
+    script = (req) => {
+      const last = (req.body.messages ?? []).at(-1) as { role: string; content: string };
+      return last.role === 'user' && /hours|open/i.test(last.content) ? { text: LONG_ANSWER, chunkDelayMs: 40 } : { text: 'Sorry?' };
+    };
+    const agentId = await singlePromptAgent({ firstMessage: 'Hi, this is {{clinic}}.' });
+    const c = new AgentCaller(connectUrl(server, { token: server.key, agent_id: agentId, sample_rate: String(RATE) }), RATE);
+    await c.opened;
+    const created = await c.waitFor((f) => f.type === 'session.created');
+    c.startMic();
+    expect((await c.agentTurn(0)).text).toBe('Hi, this is Bright Smile.');
+    const mark = c.frames.length;
+    const requestsBefore = mock.requests.length;
+    await c.say(await speech(server, 'What are your opening hours?'));
+    const user = await c.waitFor((f) => f.type === 'transcript' && f.role === 'user', 20_000, mark);
+    expect(user.text.toLowerCase()).toContain('hours');
+    const reply = await c.agentTurn(mark, 40_000);
+    expect(reply.text).toBe(LONG_ANSWER);
+
+    // The model request: system prompt rendered with variables, the history, the user's recognised words, the key.
+    const req = mock.requests[requestsBefore] as MockRequest;
+    expect(req.headers.authorization).toBe(`Bearer ${LLM_KEY}`);
+    const messages = req.body.messages as { role: string; content: string }[];
+    expect(messages[0]?.role).toBe('system');
+    expect(messages[0]?.content).toMatch(/^You are the front desk of Bright Smile\. Today is [A-Z][a-z]+day\.$/);
+    expect(messages.at(-2)).toMatchObject({ role: 'assistant', content: 'Hi, this is Bright Smile.' });
+    expect(messages.at(-1)).toMatchObject({ role: 'user', content: user.text });
+    expect(req.body.stream).toBe(true);
+
+    // Speaking began while the model was still streaming.
+    const chunks = mock.chunkTimes[requestsBefore] as number[];
+    const started = c.frames.slice(mark).find((f) => f.type === 'agent_start_talking');
+    expect(started).toBeDefined();
+    expect(started!.at).toBeLessThan(chunks.at(-1) as number);
+
+    c.send({ type: 'session.close' });
+    await c.closed;
+    const call = await conversation(created.call_id as string);
+    expect(call.slmModelUsed).toBe('electron');
+    expect(JSON.stringify(call)).not.toContain(LLM_KEY);
+    const m = call.turnMetrics[0];
+    expect(m.brainFirstTokenMs).toBeGreaterThan(0);
+    expect(m.brainFirstPhraseMs).toBeGreaterThanOrEqual(m.brainFirstTokenMs);
+  }, 90_000);
+
+  it('turns tool calls into function calls: an end-call tool ends the call; a tool that cannot run yet gets a spoken fallback and an error', async () => {
+    script = (req) => {
+      const messages = req.body.messages as { role: string; content: string | null }[];
+      const last = messages.at(-1) as { role: string; content: string };
+      if (last.role === 'user' && /order/i.test(last.content)) return { toolCalls: [{ name: 'lookup_order', arguments: '{"order_id":"12345"}' }], chunkDelayMs: 5 };
+      if (last.role === 'user' && /bye/i.test(last.content)) return { text: 'Goodbye!', toolCalls: [{ name: 'hang_up', arguments: '{}' }] };
+      return { text: 'How can I help?' };
+    };
+    const agentId = await singlePromptAgent({
+      tools: [
+        { type: 'end_call', name: 'hang_up', description: 'End the call when the caller says goodbye' },
+        {
+          type: 'api_call',
+          name: 'lookup_order',
+          description: 'Look up an order',
+          url: 'https://orders.example.com/lookup',
+          method: 'GET',
+          llmParameters: [{ name: 'order_id', description: 'The order number', type: 'text', required: true }],
+        },
+      ],
+    });
+    const reg = await server.request('POST', `${A}/conversation/register-call`, { body: { agent_id: agentId, mode: 'chat' } });
+    const c = new AgentCaller(connectUrl(server, { token: reg.body.data.access_token }), 24000);
+    await c.opened;
+    const created = await c.waitFor((f) => f.type === 'session.created');
+    let mark = c.frames.length;
+    const before = mock.requests.length;
+    c.send({ type: 'input_text.send', text: 'Where is my order 12345?' });
+    const err = await c.waitFor((f) => f.type === 'error', 10_000, mark);
+    expect(err.code).toBe('tool_unavailable');
+    expect(err.message).toContain('lookup_order');
+    const fallback = await c.agentTurn(mark);
+    expect(fallback.text).toBe("Sorry, I can't do that right now.");
+    // The model was offered both tools as functions with JSON-schema parameters.
+    const tools = mock.requests[before]?.body.tools as { type: string; function: { name: string; parameters: any } }[];
+    expect(tools.map((t) => t.function.name).sort()).toEqual(['hang_up', 'lookup_order']);
+    expect(tools.find((t) => t.function.name === 'lookup_order')?.function.parameters).toMatchObject({ type: 'object', properties: { order_id: { type: 'string' } }, required: ['order_id'] });
+
+    mark = c.frames.length;
+    c.send({ type: 'input_text.send', text: 'Thanks, bye.' });
+    expect((await c.agentTurn(mark)).text).toBe('Goodbye!');
+    const closed = await c.waitFor((f) => f.type === 'session.closed', 10_000, mark);
+    expect(closed.reason).toBe('ended');
+    const call = await conversation(created.call_id as string);
+    expect(call.transcript.map((t: any) => t.content)).toEqual(['Where is my order 12345?', "Sorry, I can't do that right now.", 'Thanks, bye.', 'Goodbye!']);
+  }, 60_000);
+
+  it('speaks a clear fallback and reports an error when the model endpoint fails', async () => {
+    script = () => ({ status: 500 });
+    const agentId = await singlePromptAgent();
+    const c = new AgentCaller(connectUrl(server, { token: server.key, agent_id: agentId, mode: 'chat' }), 24000);
+    await c.opened;
+    await c.waitFor((f) => f.type === 'session.created');
+    const mark = c.frames.length;
+    c.send({ type: 'input_text.send', text: 'Hello?' });
+    const err = await c.waitFor((f) => f.type === 'error', 10_000, mark);
+    expect(err.code).toBe('llm_unavailable');
+    expect(err.message).not.toContain(LLM_KEY);
+    expect((await c.agentTurn(mark)).text).toMatch(/trouble/);
+    c.close();
+    await c.closed;
+  }, 30_000);
+});
+
+describe('test calls and the demo agent', () => {
+  it('a test call runs the branch draft through the same runtime during a config freeze', async () => {
+    const created = await server.request('POST', `${A}/agent`, { body: { name: 'freeze', workflowType: 'workflow_graph', workflowGraph: { nodes: [{ id: 'a', type: 'say', text: 'Live hello.' }], edges: [] } } });
+    const agentId = created.body.data as string;
+    const main = await mainBranchId(server, agentId);
+    const draft = await server.request('PUT', `${A}/agent/${agentId}/branches/${main}/draft`, {
+      body: { workflowGraph: { nodes: [{ id: 'a', type: 'say', text: 'Draft hello.' }, { id: 'b', type: 'end_call', text: 'Draft goodbye.' }], edges: [{ from: 'a', to: 'b', condition: { type: 'any' } }] } },
+    });
+    expect(draft.status, draft.text).toBe(200);
+    expect((await server.request('POST', `${A}/agent/${agentId}/config-freeze`, { body: { reason: 'release' } })).status).toBe(200);
+    expect((await server.request('PUT', `${A}/agent/${agentId}/branches/${main}/draft`, { body: { firstMessage: 'x' } })).status).toBe(423);
+
+    const tc = await server.request('POST', `${A}/agent/${agentId}/branches/${main}/test-call`, { body: { target: 'draft', mode: 'chat' } });
+    expect(tc.status, tc.text).toBe(201);
+    const c = new AgentCaller(connectUrl(server, { token: tc.body.data.access_token }), 24000);
+    await c.opened;
+    const session = await c.waitFor((f) => f.type === 'session.created');
+    expect((await c.agentTurn(0)).text).toBe('Draft hello.');
+    const mark = c.frames.length;
+    c.send({ type: 'input_text.send', text: 'anything' });
+    expect((await c.agentTurn(mark)).text).toBe('Draft goodbye.');
+    await c.closed;
+    const call = await conversation(session.call_id as string);
+    expect(call.isTest).toBe(true);
+    expect(call.configSource).toBe('draft');
+  }, 30_000);
+
+  it('ships a demo workflow agent that holds a spoken conversation offline', async () => {
+    const res = await server.request('POST', `${A}/agent/from-template`, { body: { templateId: 'parley-demo' } });
+    expect(res.status, res.text).toBe(201);
+    const agentId = res.body.data as string;
+    const agent = await server.request('GET', `${A}/agent/${agentId}`);
+    expect(agent.body.data.workflowType).toBe('workflow_graph');
+    expect((await server.request('POST', `${A}/agent/from-template`, { body: { templateId: 'nope' } })).status).toBe(400);
+
+    const c = new AgentCaller(connectUrl(server, { token: server.key, agent_id: agentId, sample_rate: String(RATE) }), RATE);
+    await c.opened;
+    c.startMic();
+    const opening = await c.agentTurn(0);
+    expect(opening.text.length).toBeGreaterThan(10);
+    const mark = c.frames.length;
+    await c.say(await speech(server, 'I would like to book an appointment.'));
+    const reply = await c.agentTurn(mark, 30_000);
+    expect(reply.text.toLowerCase()).toContain('name');
+    c.close();
+    await c.closed;
+  }, 60_000);
+});
