@@ -135,6 +135,30 @@ describe('agent WebSocket: a workflow conversation held offline', () => {
   }, 90_000);
 });
 
+describe('agent WebSocket: sample rates', () => {
+  for (const rate of [8000, 48000]) {
+    it(`talks at ${rate} Hz in and out`, async () => {
+      const agentId = await createAgent({ workflowType: 'workflow_graph', workflowGraph: GRAPH, firstMessage: 'Pizza or pasta?' });
+      const c = new AgentCaller(connectUrl(server, { token: server.key, agent_id: agentId, sample_rate: String(rate) }), rate);
+      await c.opened;
+      expect((await c.waitFor((f) => f.type === 'session.created')).sample_rate).toBe(rate);
+      c.startMic();
+      await c.agentTurn(0);
+      // The opening's audio is at the session rate: about a second of speech, whatever the rate.
+      const seconds = c.audioBetween().length / 2 / rate;
+      expect(seconds).toBeGreaterThan(0.6);
+      expect(seconds).toBeLessThan(3);
+      const mark = c.frames.length;
+      await c.say(await speech(server, 'Pasta, please.', rate));
+      const user = await c.waitFor((f) => f.type === 'transcript' && f.role === 'user', 20_000, mark);
+      expect(user.text.toLowerCase()).toContain('pasta');
+      expect((await c.agentTurn(mark)).text).toBe('Pasta is great today. Say goodbye when you are done.');
+      c.close();
+      await c.closed;
+    }, 60_000);
+  }
+});
+
 describe('agent WebSocket: barge-in', () => {
   it('stops the agent at once when the user talks over it, and stores the cut transcript', async () => {
     const agentId = await createAgent({ workflowType: 'workflow_graph', workflowGraph: GRAPH, firstMessage: LONG_MESSAGE });
