@@ -223,6 +223,20 @@ describe.skipIf(!corpus)('LiveTranscriber on real speech (Asterisk prompts, 8 kH
     expect(s.live.stats.speculations).toBeGreaterThanOrEqual(2);
   }, 60_000);
 
+  it('finalises a very short single word (a digit, a letter) sent alone and closed right after', async () => {
+    for (const [name, expected] of [
+      ['digits/h-3', /\b(third|3rd)\b/],
+      ['letters/f', /\bf\b/],
+    ] as const) {
+      const { samples } = layout([name], 1.5, 0.5, 0.2);
+      const s = session({ vadEvents: false });
+      await feed(s.live, chunks(encodeSamples(samples, 'linear16'), RATE * 0.02 * 2), 0.02, true);
+      await s.live.close();
+      const text = s.finals().map((f) => f.transcript.toLowerCase()).join(' ');
+      expect(text, name).toMatch(expected);
+    }
+  }, 60_000);
+
   it('works with mu-law input streamed faster than real time', async () => {
     const names = ['conf-getpin', 'all-circuits-busy-now'];
     const { samples } = layout(names);

@@ -112,7 +112,7 @@ export interface LiveTranscriberOptions {
   /** VAD probability that starts speech (default 0.5) and below which silence counts (default 0.35). */
   startThreshold?: number;
   endThreshold?: number;
-  /** Speech needed before speech_started, ms. Default 250. */
+  /** Speech needed before speech_started, ms. Default 96 (three VAD windows: a short word such as "three" counts). */
   minSpeechMs?: number;
   /** Audio received but not yet processed beyond which the session fails (the client outruns the CPU). Default 60 s. */
   maxBacklogSeconds?: number;
@@ -255,7 +255,7 @@ export class LiveTranscriber {
     this.segmenter = new VadSegmenter({
       startThreshold: opts.startThreshold,
       endThreshold: opts.endThreshold,
-      minSpeechMs: opts.minSpeechMs,
+      minSpeechMs: opts.minSpeechMs ?? 96,
       minSilenceMs: eouMs,
       speechPadMs: SPEECH_PAD_MS,
     });
