@@ -1,9 +1,10 @@
 // Benchmark: latency of publishing an agent draft over real HTTP, SQLite and PostgreSQL side by side (npm run bench:publish).
 import { intEnv } from './lib/harness.js';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ROOT, freshStore, startServer, type Dialect, type TestServer } from '../test/support/server.js';
+import { resultPath } from './lib/report.js';
 
 const A = '/atoms/v1';
 const CASES = ['publish (fresh scan)', 'publish (no fresh scan)'] as const;
@@ -128,9 +129,7 @@ for (const t of table) console.log(line(t));
 console.log('');
 for (const r of ratios) console.log(`p50 postgres/sqlite, ${r.case}: ${r.p50PostgresOverSqlite === null ? 'n/a' : `${r.p50PostgresOverSqlite.toFixed(2)}x`}`);
 
-const outDir = path.join(ROOT, 'bench', 'results');
-mkdirSync(outDir, { recursive: true });
-const outFile = path.join(outDir, 'publish-latency.json');
+const outFile = resultPath('publish-latency');
 const result = { benchmark: 'publish-latency', node: process.version, platform: `${process.platform}-${process.arch}`, timestamp: new Date().toISOString(), iterations: ITERATIONS, warmup: WARMUP, dialects: DIALECTS, rows, ratios };
 writeFileSync(outFile, `${JSON.stringify(result, null, 2)}\n`);
 console.log(`\nwrote ${path.relative(process.cwd(), outFile)}`);

@@ -18,7 +18,7 @@
 // BENCH_PARTS (default raw,post,ws1,ws: which parts run).
 import { intEnv, stopAndCollectProblems } from './lib/harness.js';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -29,6 +29,7 @@ import { WHISPER_MAX_SAMPLES, WhisperRecognizer } from '../engine/models/whisper
 import { ROOT, freshStore, startServer, type TestServer } from '../test/support/server.js';
 import { asteriskCorpusAvailable, listAsteriskPrompts, loadPrompt16k, splitAtPauses, type AsteriskPrompt } from './lib/asterisk-corpus.js';
 import { errorCount, scoreText, sumErrors, wer, type NormalizeMode, type WordErrors } from './lib/wer.js';
+import { printTable, resultPath } from './lib/report.js';
 
 const W = '/waves/v1';
 const CHUNK_MS = 20;
@@ -64,14 +65,6 @@ const fmt = (x: number, digits = 1) => (Number.isFinite(x) ? x.toFixed(digits) :
 const pct = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(2)}%` : 'n/a');
 const points = (x: number) => (Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${(x * 100).toFixed(2)}` : 'n/a');
 
-function printTable(title: string, header: string[], rows: string[][], leftCols: number): void {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((t) => (t[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i < leftCols ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ').trimEnd();
-  console.log(`\n${title}\n`);
-  console.log(line(header));
-  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
-  for (const r of rows) console.log(line(r));
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // Corpus
@@ -714,9 +707,7 @@ for (const l of serverProblems.slice(0, 15)) console.log(`  ${l.slice(0, 400)}`)
 if (failure) console.log(`\nRUN FAILED: ${failure}`);
 console.log(`\ntotal run ${fmt(elapsedS() / 60)} min on ${os.cpus().length} CPUs; 1-min load average ${fmt(loadAvg.start, 2)} at the start, ${fmt(loadAvg.end ?? NaN, 2)} at the end`);
 
-const outDir = path.join(ROOT, 'bench', 'results');
-mkdirSync(outDir, { recursive: true });
-const outFile = path.join(outDir, 'stt-api.json');
+const outFile = resultPath('stt-api');
 const result = {
   benchmark: 'stt-api',
   node: process.version,

@@ -7,13 +7,14 @@
 // BENCH_RTF_RUNS (default 5), BENCH_WER_VOICES (default slt,kal16,rms), BENCH_BUDGET_S (default 270: extra WER
 // voices are skipped once the run has taken this long).
 import { intEnv, stopAndCollectProblems } from './lib/harness.js';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { ROOT, freshStore, startServer, type TestServer } from '../test/support/server.js';
 import { AGENT_SENTENCES, GREETING, PARAGRAPH } from './lib/sentences.js';
 import { errorCount, scoreText, sumErrors, wer, type WordErrors } from './lib/wer.js';
+import { printTable, resultPath } from './lib/report.js';
 
 const W = '/waves/v1';
 const GOAL_FIRST_AUDIO_P50_MS = 150;
@@ -44,14 +45,6 @@ function quantile(xs: readonly number[], q: number): number {
 const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
 const fmt = (x: number, digits = 1) => (Number.isFinite(x) ? x.toFixed(digits) : 'n/a');
 
-function printTable(title: string, header: string[], rows: string[][], leftCols: number): void {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((t) => (t[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i < leftCols ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ').trimEnd();
-  console.log(`\n${title}\n`);
-  console.log(line(header));
-  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
-  for (const r of rows) console.log(line(r));
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // One request of each kind
@@ -538,9 +531,7 @@ console.log(`\nserver: ${busy.n} busy (503) refusals retried in sections 2-3; ex
 for (const l of serverProblems.slice(0, 15)) console.log(`  ${l.slice(0, 400)}`);
 if (failure) console.log(`\nRUN FAILED: ${failure}`);
 
-const outDir = path.join(ROOT, 'bench', 'results');
-mkdirSync(outDir, { recursive: true });
-const outFile = path.join(outDir, 'tts.json');
+const outFile = resultPath('tts');
 const result = {
   benchmark: 'tts',
   node: process.version,

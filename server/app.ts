@@ -16,6 +16,7 @@ import { sttRoutes } from '../transports/routes/stt.js';
 import { voiceRoutes } from '../transports/routes/voices.js';
 import { ttsLiveSockets } from '../transports/ws/tts-live.js';
 import { sttLiveSockets } from '../transports/ws/stt-live.js';
+import { s2sSocket } from '../transports/ws/s2s.js';
 import path from 'node:path';
 import { systemRoutes } from '../transports/routes/system.js';
 import { agentRoutes } from '../transports/routes/agents.js';
@@ -79,6 +80,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   ttsRoutes(server, settings.wavesPrefix, registry);
   ttsLiveSockets(server, settings.wavesPrefix, registry, logger);
   sttLiveSockets(server, settings.wavesPrefix, registry, logger);
+  s2sSocket(server, settings.wavesPrefix, { registry, logger, llm: settings.llm, draining: () => server.isDraining, toolTimeoutMs: settings.s2sToolTimeoutMs, maxSessions: settings.s2sMaxSessions });
   sttRoutes(server, settings.wavesPrefix, registry, { maxBodyBytes: settings.sttMaxBytes, maxAudioSeconds: settings.sttMaxSeconds }, logger);
   const runtime = new CallRuntime({ db: store.db, registry, vault, logger, metrics: new AgentMetrics(metrics.registry), defaultLlm: settings.llm });
   const agentSockets = agentConnectSocket(server, settings.atomsPrefix, { db: store.db, runtime, logger, draining: () => server.isDraining });

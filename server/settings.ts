@@ -32,6 +32,9 @@ export interface Settings {
   secretKey?: string;
   /** The server's default language model (OpenAI-compatible): used by speech-to-speech and by single-prompt agents without a model block. */
   llm?: { baseUrl: string; model: string; apiKey?: string };
+  /** Speech-to-speech: how long a response waits for client tool outputs, and how many sessions run at once. */
+  s2sToolTimeoutMs: number;
+  s2sMaxSessions: number;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, dflt: number, min: number): number {
@@ -86,6 +89,8 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     shutdownTimeoutMs: int(env, 'PARLEY_SHUTDOWN_TIMEOUT_MS', 10_000, 0),
     logLevel: env.LOG_LEVEL ?? 'info',
     secretKey: env.PARLEY_SECRET_KEY || undefined,
+    s2sToolTimeoutMs: int(env, 'PARLEY_S2S_TOOL_TIMEOUT_MS', 15_000, 1),
+    s2sMaxSessions: int(env, 'PARLEY_S2S_MAX_SESSIONS', 32, 1),
     llm: env.PARLEY_LLM_BASE_URL
       ? { baseUrl: env.PARLEY_LLM_BASE_URL.replace(/\/+$/, ''), model: env.PARLEY_LLM_MODEL || 'gpt-4o-mini', apiKey: env.PARLEY_LLM_API_KEY || undefined }
       : undefined,

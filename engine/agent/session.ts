@@ -159,6 +159,8 @@ export class AgentSession {
   private recognizer: Awaited<ReturnType<ModelRegistry['recognizer']>> | undefined;
   private chain: Promise<void>;
   private windows = 0;
+  /** Wall-clock time (performance.now()) at which an input sample index was spoken. */
+  private wallOf: (sample: number) => number = () => performance.now();
   private utt: UserTurn | null = null;
   private agent: AgentTurn | null = null;
   private turnSeq = 0;
@@ -209,6 +211,12 @@ export class AgentSession {
 
   get ended(): boolean {
     return this.endReason !== null;
+  }
+
+  /** True while the agent's current reply has speech being synthesised or not yet sent (read-only, for transports). */
+  get speaking(): boolean {
+    const agent = this.agent;
+    return agent !== null && ((agent.speaker?.pendingPhrases ?? 0) > 0 || (this.pacer?.pendingSamples ?? 0) > 0);
   }
 
   /** Starts the call: the opening line unless the agent waits for the user to speak first. */
@@ -299,6 +307,10 @@ export class AgentSession {
     const vad = this.vad;
     if (!vad || this.ended) return;
     this.audio.append(samples);
+    // When the newest sample arrived: the wall time of any earlier sample follows (the caller streams in real time).
+    const arrivedAt = performance.now();
+    const arrivedEnd = this.audio.end;
+    this.wallOf = (sample) => arrivedAt - ((arrivedEnd - sample) * 1000) / SR;
     const probs = await vad.process(samples);
     for (const p of probs) {
       if (this.ended) return;
@@ -329,7 +341,7 @@ export class AgentSession {
     const utt = this.utt;
     if (!utt) return;
     if (signal?.type === 'pause') {
-      utt.stoppedAt = performance.now() - WIN_MS;
+      utt.stoppedAt = this.wallOf(w * WIN);
       this.opts.emit({ type: 'user_speech_stopped', audioMs: Math.round(w * WIN_MS) });
       this.speculate(utt, w);
     } else if (signal?.type === 'resume') {
