@@ -22,11 +22,17 @@ import { systemRoutes } from '../transports/routes/system.js';
 import { agentRoutes } from '../transports/routes/agents.js';
 import { versioningRoutes } from '../transports/routes/versioning.js';
 import { legacyV1Routes } from '../transports/routes/legacy-v1.js';
-import { SecretVault } from '../control-plane/secrets/vault.js';
+import { SecretVault, loadMasterKey } from '../control-plane/secrets/vault.js';
+import { WebhookSecretBox } from '../control-plane/webhooks/secret-box.js';
+import { WebhookDispatcher } from '../control-plane/webhooks/dispatcher.js';
+import { webhookRoutes } from '../transports/routes/webhooks.js';
 import { secretRoutes } from '../transports/routes/secrets.js';
+import { toolRoutes } from '../transports/routes/tools.js';
 import { conversationRoutes } from '../transports/routes/conversations.js';
 import { AgentMetrics } from '../transports/calls/agent-metrics.js';
 import { CallRuntime } from '../transports/calls/runtime.js';
+import { ObjectStore } from '../control-plane/recordings/object-store.js';
+import { recordingRoutes } from '../transports/routes/recordings.js';
 import { agentConnectSocket } from '../transports/ws/agent-connect.js';
 import type { Settings } from './settings.js';
 
@@ -58,13 +64,24 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
     maxBodyBytes: settings.maxBodyBytes,
     authenticate: authenticator(keys, tokens, new RateLimiter(), settings.rateLimitPerMinute),
   });
-  const ctx = { db: store.db, publish, logger, settings, vault };
+  const webhookSecrets = new WebhookSecretBox(loadMasterKey(settings.dataDir, settings.secretKey));
+  const webhooks = new WebhookDispatcher(store.db, {
+    secrets: webhookSecrets,
+    allowPrivate: settings.allowPrivateEgress,
+    logger,
+    timeoutMs: settings.webhookTimeoutMs,
+    pollMs: settings.webhookPollMs,
+    concurrency: settings.webhookConcurrency,
+  });
+  const ctx = { db: store.db, publish, logger, settings, vault, webhooks, webhookSecrets };
   systemRoutes(server, store, metrics);
   agentRoutes(server, settings.atomsPrefix, ctx);
   versioningRoutes(server, settings.atomsPrefix, ctx);
   legacyV1Routes(server, settings.atomsPrefix, ctx);
   secretRoutes(server, settings.atomsPrefix, ctx);
+  toolRoutes(server, settings.atomsPrefix, ctx);
   conversationRoutes(server, settings.atomsPrefix, ctx);
+  webhookRoutes(server, settings.atomsPrefix, ctx);
   tokenRoutes(server, settings.wavesPrefix, tokens, new RateLimiter(), settings.tokenMintsPerMinute);
   const registry = new ModelRegistry({
     cacheDir: path.join(settings.dataDir, 'models-cache'),
@@ -81,8 +98,20 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   ttsLiveSockets(server, settings.wavesPrefix, registry, logger);
   sttLiveSockets(server, settings.wavesPrefix, registry, logger);
   s2sSocket(server, settings.wavesPrefix, { registry, logger, llm: settings.llm, draining: () => server.isDraining, toolTimeoutMs: settings.s2sToolTimeoutMs, maxSessions: settings.s2sMaxSessions });
-  sttRoutes(server, settings.wavesPrefix, registry, { maxBodyBytes: settings.sttMaxBytes, maxAudioSeconds: settings.sttMaxSeconds }, logger);
-  const runtime = new CallRuntime({ db: store.db, registry, vault, logger, metrics: new AgentMetrics(metrics.registry), defaultLlm: settings.llm });
+  sttRoutes(server, settings.wavesPrefix, registry, { maxBodyBytes: settings.sttMaxBytes, maxAudioSeconds: settings.sttMaxSeconds }, logger, { allowPrivate: settings.allowPrivateEgress });
+  const objects = new ObjectStore(path.join(settings.dataDir, 'recordings'), await loadSigningSecret(store.db, 'recording_url_signing_key'));
+  recordingRoutes(server, settings.atomsPrefix, ctx, objects);
+  const runtime = new CallRuntime({
+    db: store.db,
+    registry,
+    vault,
+    logger,
+    metrics: new AgentMetrics(metrics.registry),
+    defaultLlm: settings.llm,
+    objects,
+    allowPrivateEgress: settings.allowPrivateEgress,
+    notifyWebhooks: () => webhooks.notify(),
+  });
   const agentSockets = agentConnectSocket(server, settings.atomsPrefix, { db: store.db, runtime, logger, draining: () => server.isDraining });
   server.finish();
 
@@ -90,6 +119,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   if (resumed) logger.info({ resumed }, 'resumed deferred security scans');
   const port = await server.listen(settings.host, settings.port);
   logger.info({ port, host: settings.host, atoms: settings.atomsPrefix, waves: settings.wavesPrefix }, 'listening');
+  webhooks.start();
 
   return {
     port,
@@ -102,6 +132,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
       await keys.close();
       await scanner.close();
       await registry.close();
+      await webhooks.stop();
       await store.close();
     },
   };

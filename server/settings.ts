@@ -35,6 +35,12 @@ export interface Settings {
   /** Speech-to-speech: how long a response waits for client tool outputs, and how many sessions run at once. */
   s2sToolTimeoutMs: number;
   s2sMaxSessions: number;
+  /** Egress policy: allow outbound requests (audio by URL, webhooks) to private, loopback and unspecified addresses. */
+  allowPrivateEgress: boolean;
+  /** Webhook deliveries: per-attempt timeout, how often pending rows are polled, and how many go out at once. */
+  webhookTimeoutMs: number;
+  webhookPollMs: number;
+  webhookConcurrency: number;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, dflt: number, min: number): number {
@@ -43,6 +49,14 @@ function int(env: NodeJS.ProcessEnv, name: string, dflt: number, min: number): n
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer >= ${min}`);
   return n;
+}
+
+/** A boolean switch: 1/true/yes on, 0/false/no or unset off; anything else is a start-up error naming the variable. */
+function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+  const raw = (env[name] ?? '').trim().toLowerCase();
+  if (raw === '' || raw === '0' || raw === 'false' || raw === 'no') return false;
+  if (raw === '1' || raw === 'true' || raw === 'yes') return true;
+  throw new Error(`${name} must be 1 or 0`);
 }
 
 function prefix(raw: string | undefined, dflt: string): string {
@@ -91,6 +105,10 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     secretKey: env.PARLEY_SECRET_KEY || undefined,
     s2sToolTimeoutMs: int(env, 'PARLEY_S2S_TOOL_TIMEOUT_MS', 15_000, 1),
     s2sMaxSessions: int(env, 'PARLEY_S2S_MAX_SESSIONS', 32, 1),
+    allowPrivateEgress: flag(env, 'PARLEY_ALLOW_PRIVATE_EGRESS'),
+    webhookTimeoutMs: int(env, 'PARLEY_WEBHOOK_TIMEOUT_MS', 30_000, 100),
+    webhookPollMs: int(env, 'PARLEY_WEBHOOK_POLL_MS', 1000, 10),
+    webhookConcurrency: int(env, 'PARLEY_WEBHOOK_CONCURRENCY', 8, 1),
     llm: env.PARLEY_LLM_BASE_URL
       ? { baseUrl: env.PARLEY_LLM_BASE_URL.replace(/\/+$/, ''), model: env.PARLEY_LLM_MODEL || 'gpt-4o-mini', apiKey: env.PARLEY_LLM_API_KEY || undefined }
       : undefined,

@@ -108,21 +108,15 @@ describe('single-prompt agent over the agent WebSocket', () => {
     script = (req) => {
       const messages = req.body.messages as { role: string; content: string | null }[];
       const last = messages.at(-1) as { role: string; content: string };
-      if (last.role === 'user' && /order/i.test(last.content)) return { toolCalls: [{ name: 'lookup_order', arguments: '{"order_id":"12345"}' }], chunkDelayMs: 5 };
+      if (last.role === 'user' && /order/i.test(last.content)) return { toolCalls: [{ name: 'lookup_order', arguments: '{"query":"order 12345"}' }], chunkDelayMs: 5 };
       if (last.role === 'user' && /bye/i.test(last.content)) return { text: 'Goodbye!', toolCalls: [{ name: 'hang_up', arguments: '{}' }] };
       return { text: 'How can I help?' };
     };
     const agentId = await singlePromptAgent({
       tools: [
         { type: 'end_call', name: 'hang_up', description: 'End the call when the caller says goodbye' },
-        {
-          type: 'api_call',
-          name: 'lookup_order',
-          description: 'Look up an order',
-          url: 'https://orders.example.com/lookup',
-          method: 'GET',
-          llmParameters: [{ name: 'order_id', description: 'The order number', type: 'text', required: true }],
-        },
+        // A knowledge-base search cannot run here (no knowledge bases yet): the agent falls back.
+        { type: 'knowledge_base_search', name: 'lookup_order', description: 'Look up an order', knowledgeBaseId: 'kb_orders' },
       ],
     });
     const reg = await server.request('POST', `${A}/conversation/register-call`, { body: { agent_id: agentId, mode: 'chat' } });
@@ -140,7 +134,7 @@ describe('single-prompt agent over the agent WebSocket', () => {
     // The model was offered both tools as functions with JSON-schema parameters.
     const tools = mock.requests[before]?.body.tools as { type: string; function: { name: string; parameters: any } }[];
     expect(tools.map((t) => t.function.name).sort()).toEqual(['hang_up', 'lookup_order']);
-    expect(tools.find((t) => t.function.name === 'lookup_order')?.function.parameters).toMatchObject({ type: 'object', properties: { order_id: { type: 'string' } }, required: ['order_id'] });
+    expect(tools.find((t) => t.function.name === 'lookup_order')?.function.parameters).toMatchObject({ type: 'object', properties: { query: { type: 'string' } }, required: ['query'] });
 
     mark = c.frames.length;
     c.send({ type: 'input_text.send', text: 'Thanks, bye.' });

@@ -18,8 +18,8 @@ export type TokenCheck = { ok: true; claims: TokenClaims } | { ok: false; reason
 export const isAccessTokenShaped = (value: string): boolean => value.startsWith('wat_');
 
 /** Loads this deployment's signing secret, creating it on first start. Servers that share nothing have different secrets. */
-export async function loadSigningSecret(db: Db): Promise<Buffer> {
-  const name = 'access_token_signing_key';
+/** A 32-byte server secret kept in the store under `name` (created on first use). */
+export async function loadSigningSecret(db: Db, name = 'access_token_signing_key'): Promise<Buffer> {
   await db
     .insertInto('server_secrets')
     .values({ name, value: randomBytes(32).toString('base64'), created_at: nowIso() })

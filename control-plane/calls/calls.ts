@@ -1,12 +1,13 @@
 // Call records: create and update (the runtime), read and list (GET /conversation/{id}, GET /conversation) in the wire's shape.
 import { randomBytes } from 'node:crypto';
 import type { Selectable, Updateable } from 'kysely';
-import type { Db } from '../store/db.js';
+import type { Db, Tx } from '../store/db.js';
 import type { CallsTable } from '../store/schema.js';
 import { newId, nowIso } from '../store/ids.js';
 import { badRequest, forbidden, notFound } from '../errors.js';
 import { loadAgent, type Actor } from '../agents/agents.js';
 import { parseJson } from '../agents/records.js';
+import { recordingIdentifier } from '../recordings/object-store.js';
 
 export type CallRow = Selectable<CallsTable>;
 export type CallStatus = 'pending' | 'in_progress' | 'in_queue' | 'processing' | 'active' | 'completed' | 'failed' | 'no_answer' | 'cancelled';
@@ -65,13 +66,15 @@ export interface CallPatch {
   endReason?: string | null;
   endedAt?: string | null;
   durationS?: number | null;
+  recordingMono?: string | null;
+  recordingDual?: string | null;
 }
 
 /** `CALL-<13-digit epoch ms>-<6 lowercase hex>`. */
 export const newCallId = (): string => `CALL-${Date.now()}-${randomBytes(3).toString('hex')}`;
 export const isCallId = (value: string): boolean => /^CALL-\d{13}-[0-9a-f]{6}$/.test(value);
 
-export async function createCall(db: Db, input: NewCall): Promise<{ id: string; callId: string }> {
+export async function createCall(db: Db | Tx, input: NewCall): Promise<{ id: string; callId: string }> {
   if (input.callId !== undefined && !isCallId(input.callId)) throw new Error(`not a call id: ${input.callId}`);
   const id = newId();
   const callId = input.callId ?? newCallId();
@@ -109,7 +112,7 @@ export async function createCall(db: Db, input: NewCall): Promise<{ id: string; 
 }
 
 /** Applies the given fields (others unchanged); false when no call has this call id. */
-export async function updateCall(db: Db, callId: string, patch: CallPatch): Promise<boolean> {
+export async function updateCall(db: Db | Tx, callId: string, patch: CallPatch): Promise<boolean> {
   const set: Updateable<CallsTable> = { updated_at: nowIso() };
   if (patch.status !== undefined) set.status = patch.status;
   if (patch.transcript !== undefined) set.transcript = JSON.stringify(patch.transcript);
@@ -118,11 +121,13 @@ export async function updateCall(db: Db, callId: string, patch: CallPatch): Prom
   if (patch.endReason !== undefined) set.end_reason = patch.endReason;
   if (patch.endedAt !== undefined) set.ended_at = patch.endedAt;
   if (patch.durationS !== undefined) set.duration_s = patch.durationS;
+  if (patch.recordingMono !== undefined) set.recording_mono = patch.recordingMono;
+  if (patch.recordingDual !== undefined) set.recording_dual = patch.recordingDual;
   const result = await db.updateTable('calls').set(set).where('call_id', '=', callId).executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
 
-async function loadCall(db: Db, actor: Actor, callId: string): Promise<CallRow> {
+export async function loadCall(db: Db, actor: Actor, callId: string): Promise<CallRow> {
   const row = await db.selectFrom('calls').selectAll().where('call_id', '=', callId).executeTakeFirst();
   if (!row) throw notFound('Conversation not found');
   if (row.org_id !== actor.orgId) throw forbidden('This API key has no access to this conversation');
@@ -167,8 +172,8 @@ function callDto(row: CallRow, agent: AgentBrief): Record<string, unknown> {
     agent,
     status: row.status,
     duration,
-    recordingUrl: null,
-    recordingDualUrl: null,
+    recordingUrl: row.recording_mono ? recordingIdentifier(row.recording_mono) : null,
+    recordingDualUrl: row.recording_dual ? recordingIdentifier(row.recording_dual) : null,
     from: row.from_number,
     to: row.to_number,
     type: row.type,
@@ -178,7 +183,7 @@ function callDto(row: CallRow, agent: AgentBrief): Record<string, unknown> {
     callCost: 0,
     callFailureReason: row.status === 'failed' ? row.end_reason : null,
     retryCallId: null,
-    postCallAnalytics: null,
+    postCallAnalytics: metrics && typeof metrics.analytics === 'object' && metrics.analytics ? metrics.analytics : null,
     turnLatencyMetrics: turnLatencyMetrics(metrics, row.updated_at),
     turnMetrics: Array.isArray(metrics?.turns) ? metrics.turns : null,
     voiceConfigUsed: parseJson<Record<string, unknown>>(row.voice_config),

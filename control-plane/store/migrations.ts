@@ -1,5 +1,5 @@
 // Schema migrations, written once with Kysely's schema builder so they run on SQLite and PostgreSQL alike.
-import { sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { PostgresAdapter, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 
 const migrations: Record<string, Migration> = {
   '0001_foundation': {
@@ -193,6 +193,87 @@ const migrations: Record<string, Migration> = {
         .addColumn('updated_at', 'text', (c) => c.notNull())
         .addUniqueConstraint('secrets_org_name', ['org_id', 'name'])
         .execute();
+    },
+  },
+  '0006_call_recordings': {
+    async up(db: Kysely<any>) {
+      // Object keys of the call's recordings (mono mix and dual channel), once written.
+      await db.schema.alterTable('calls').addColumn('recording_mono', 'text').execute();
+      await db.schema.alterTable('calls').addColumn('recording_dual', 'text').execute();
+    },
+  },
+  '0004_tools': {
+    async up(db: Kysely<any>) {
+      // Organization tool library; `definition` is the validated JSON (auth holds secret names only).
+      await db.schema
+        .createTable('tools')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('tool_id', 'text', (c) => c.notNull().unique())
+        .addColumn('org_id', 'text', (c) => c.notNull().references('organizations.id').onDelete('cascade'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('definition', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .addUniqueConstraint('tools_org_name', ['org_id', 'name'])
+        .execute();
+      await db.schema.createIndex('tools_org_created').on('tools').columns(['org_id', 'created_at']).execute();
+    },
+  },
+  '0005_webhooks': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('webhooks')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('org_id', 'text', (c) => c.notNull().references('organizations.id').onDelete('cascade'))
+        .addColumn('url', 'text', (c) => c.notNull())
+        .addColumn('description', 'text', (c) => c.notNull())
+        .addColumn('headers', 'text', (c) => c.notNull())
+        // The signing secret, sealed with the vault's master key (AES-256-GCM, bound to the webhook id).
+        .addColumn('secret', 'text', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('created_by', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .addUniqueConstraint('webhooks_org_url', ['org_id', 'url'])
+        .execute();
+      await db.schema
+        .createTable('webhook_subscriptions')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        // No cascade: a webhook cannot be deleted while subscribed (the store enforces the rule too).
+        .addColumn('webhook_id', 'text', (c) => c.notNull().references('webhooks.id'))
+        // Deleting an agent drops its subscriptions.
+        .addColumn('agent_id', 'text', (c) => c.notNull().references('agents.id').onDelete('cascade'))
+        .addColumn('event_type', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .addUniqueConstraint('webhook_subscriptions_unique', ['webhook_id', 'agent_id', 'event_type'])
+        .execute();
+      await db.schema.createIndex('webhook_subscriptions_agent').on('webhook_subscriptions').columns(['agent_id', 'event_type']).execute();
+      // `seq` orders deliveries (a call's events go out in seq order); the delivery id is `id`.
+      const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+      await db.schema
+        .createTable('webhook_outbox')
+        .addColumn('seq', postgres ? 'bigint' : 'integer', (c) => (postgres ? c.primaryKey().generatedByDefaultAsIdentity() : c.primaryKey().autoIncrement()))
+        .addColumn('id', 'text', (c) => c.notNull().unique())
+        .addColumn('org_id', 'text', (c) => c.notNull().references('organizations.id').onDelete('cascade'))
+        .addColumn('webhook_id', 'text', (c) => c.notNull().references('webhooks.id').onDelete('cascade'))
+        .addColumn('agent_id', 'text', (c) => c.notNull())
+        .addColumn('call_id', 'text', (c) => c.notNull())
+        .addColumn('event_type', 'text', (c) => c.notNull())
+        .addColumn('url', 'text', (c) => c.notNull())
+        .addColumn('headers', 'text', (c) => c.notNull())
+        .addColumn('body', 'text', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('response_code', 'integer')
+        .addColumn('latency_ms', 'integer')
+        .addColumn('error', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('sent_at', 'text')
+        .execute();
+      await db.schema.createIndex('webhook_outbox_status').on('webhook_outbox').columns(['status', 'seq']).execute();
+      await db.schema.createIndex('webhook_outbox_call').on('webhook_outbox').columns(['webhook_id', 'call_id', 'seq']).execute();
+      await db.schema.createIndex('webhook_outbox_webhook').on('webhook_outbox').columns(['webhook_id', 'seq']).execute();
     },
   },
 };

@@ -129,6 +129,9 @@ export interface ServerSecretsTable {
 /** One conversation (agent WebSocket session, later telephony legs). JSON columns as text. */
 export interface CallsTable {
   id: string;
+  /** Object keys of the recordings (mono mix, dual channel); null until written. */
+  recording_mono: Generated<string | null>;
+  recording_dual: Generated<string | null>;
   /** `CALL-<epoch ms>-<6 hex>`: the id conversation routes take. */
   call_id: string;
   org_id: string;
@@ -189,6 +192,71 @@ export interface SecretsTable {
   updated_at: string;
 }
 
+/** Organization tool library (`toolId` is what agents reference in `toolRefs`). */
+export interface ToolsTable {
+  id: string;
+  /** `tool_` + 24 lowercase alphanumerics. */
+  tool_id: string;
+  org_id: string;
+  name: string;
+  type: string;
+  /** JSON: the validated definition (auth carries secret names, never values). */
+  definition: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Webhook endpoints of an organization; `secret` is the signing secret sealed with the vault's master key. */
+export interface WebhooksTable {
+  id: string;
+  org_id: string;
+  url: string;
+  description: string;
+  /** JSON: custom headers {name: value} sent with every delivery. */
+  headers: string;
+  secret: string;
+  /** 'enabled' | 'disabled'. */
+  status: string;
+  created_by: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Which agent sends which event type to which webhook. */
+export interface WebhookSubscriptionsTable {
+  id: string;
+  webhook_id: string;
+  agent_id: string;
+  event_type: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** One webhook delivery (the outbox row and its log): `body` holds the exact bytes sent and signed. */
+export interface WebhookOutboxTable {
+  /** Orders deliveries; bigint on PostgreSQL (returned as a string there), so only compared in SQL. */
+  seq: Generated<number>;
+  /** The delivery id (24-hex), also the envelope's `id`. */
+  id: string;
+  org_id: string;
+  webhook_id: string;
+  agent_id: string;
+  call_id: string;
+  event_type: string;
+  url: string;
+  /** JSON: the webhook's custom headers when the event was queued. */
+  headers: string;
+  body: string;
+  /** 'PENDING' | 'SENDING' | 'DELIVERED' | 'FAILED'. */
+  status: string;
+  response_code: number | null;
+  latency_ms: number | null;
+  error: string | null;
+  created_at: string;
+  /** When the attempt started (the row was claimed). */
+  sent_at: string | null;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;
@@ -201,4 +269,8 @@ export interface Database {
   calls: CallsTable;
   call_tokens: CallTokensTable;
   secrets: SecretsTable;
+  webhooks: WebhooksTable;
+  webhook_subscriptions: WebhookSubscriptionsTable;
+  webhook_outbox: WebhookOutboxTable;
+  tools: ToolsTable;
 }

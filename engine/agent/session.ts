@@ -100,8 +100,12 @@ export interface SessionOptions {
   inputEncoding?: Encoding;
   outputRate: number;
   emit(event: SessionEvent): void;
+  /** Sees the caller's audio (16 kHz, as received) and the agent's (output rate, as sent): call recording. */
+  tap?: { input(samples16k: Float32Array): void; output(samples: Float32Array): void };
   /** Runs a tool the brain called; null when it cannot run (a spoken fallback and an error event follow). */
   runTool?(call: ToolCall): Promise<string | null>;
+  /** A phrase to say while a tool call runs (client tools' fillerPhrases). */
+  fillerFor?(call: ToolCall): string | undefined;
   /** Speech needed to start a user turn, ms. Default 96. */
   minSpeechMs?: number;
   /** Barge-in speech beyond which no backchannel check is made, ms. Default 1000. */
@@ -307,6 +311,7 @@ export class AgentSession {
     const vad = this.vad;
     if (!vad || this.ended) return;
     this.audio.append(samples);
+    this.opts.tap?.input(samples);
     // When the newest sample arrived: the wall time of any earlier sample follows (the caller streams in real time).
     const arrivedAt = performance.now();
     const arrivedEnd = this.audio.end;
@@ -567,6 +572,8 @@ export class AgentSession {
       if (!alive()) return;
       if (failed && !turn.text.trim()) this.addText(turn, "Sorry, I'm having trouble answering right now. Please try again in a moment.");
       for (const call of calls) {
+        const filler = this.opts.fillerFor?.(call);
+        if (filler) this.addText(turn, `${filler} `);
         const output = this.opts.runTool ? await this.opts.runTool(call).catch(() => null) : null;
         if (!alive()) return;
         if (output === null) {
@@ -606,6 +613,7 @@ export class AgentSession {
       this.opts.emit({ type: 'agent_start_talking' });
       this.recordMetrics(turn);
     }
+    this.opts.tap?.output(frame);
     this.opts.emit({ type: 'audio', samples: frame });
     const heard = this.pacer?.heardText() ?? '';
     if (heard && heard !== this.lastDelta) {

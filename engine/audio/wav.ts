@@ -107,3 +107,18 @@ export function writeWav(samples: Float32Array, sampleRate: number, format: WavS
   const out = wav.toBuffer();
   return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
 }
+
+/** Writes several equally long channels (e.g. caller and agent) as one int16 WAV file, interleaved. */
+export function writeWavChannels(channels: Float32Array[], sampleRate: number): Buffer {
+  const n = channels[0]?.length ?? 0;
+  if (!channels.length || channels.some((c) => c.length !== n)) throw new RangeError('channels must be non-empty and equally long');
+  const interleaved = new Float32Array(n * channels.length);
+  for (let i = 0; i < n; i++) for (let c = 0; c < channels.length; c++) interleaved[i * channels.length + c] = (channels[c] as Float32Array)[i] as number;
+  const wav = new wavefile.WaveFile();
+  wav.fromScratch(channels.length, sampleRate, '16', []);
+  const data = wav.data as DataChunk & { chunkSize: number };
+  data.samples = encodeLinear16(interleaved);
+  data.chunkSize = data.samples.length;
+  const out = wav.toBuffer();
+  return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
+}

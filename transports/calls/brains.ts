@@ -2,7 +2,7 @@
 import type { SecretVault } from '../../control-plane/secrets/vault.js';
 import { LlmBrain, functionToolsFromAgentTools } from '../../engine/agent/brains/llm.js';
 import { WorkflowBrain } from '../../engine/agent/brains/workflow.js';
-import type { AgentSpec, Brain, BrainEvent, LlmEndpoint } from '../../engine/agent/types.js';
+import type { AgentSpec, Brain, BrainEvent, FunctionTool, LlmEndpoint } from '../../engine/agent/types.js';
 
 export interface BrainDeps {
   vault: SecretVault;
@@ -13,7 +13,8 @@ export interface BrainDeps {
 /** Setting that names the server's default language model. */
 export const DEFAULT_LLM_SETTING = 'PARLEY_LLM_BASE_URL';
 
-export async function createBrain(spec: AgentSpec, config: Record<string, unknown>, deps: BrainDeps): Promise<Brain> {
+/** `extraTools`: library tools (toolRefs) offered to the model beside the agent's own `tools`. */
+export async function createBrain(spec: AgentSpec, config: Record<string, unknown>, deps: BrainDeps, extraTools: FunctionTool[] = []): Promise<Brain> {
   if (spec.workflowType === 'workflow_graph') {
     try {
       return new WorkflowBrain(spec.workflowGraph, { firstMessage: spec.firstMessage });
@@ -25,7 +26,8 @@ export async function createBrain(spec: AgentSpec, config: Record<string, unknow
   if ('error' in endpoint) return new UnavailableBrain('llm_not_configured', endpoint.error, spec.firstMessage);
   const { tools, systemTools } = functionToolsFromAgentTools(spec.tools ?? []);
   const systemPrompt = [spec.globalPrompt, spec.prompt].filter((p) => p && p.trim()).join('\n\n');
-  return new LlmBrain({ endpoint, systemPrompt, firstMessage: spec.firstMessage, tools, systemTools });
+  const names = new Set(extraTools.map((t) => t.name));
+  return new LlmBrain({ endpoint, systemPrompt, firstMessage: spec.firstMessage, tools: [...tools.filter((t) => !names.has(t.name)), ...extraTools], systemTools });
 }
 
 async function llmEndpoint(model: unknown, deps: BrainDeps): Promise<LlmEndpoint | { error: string }> {

@@ -13,6 +13,11 @@ import type { ModelRegistry } from '../../engine/models/registry.js';
 import { agentSpec } from './agent-spec.js';
 import type { AgentMetrics } from './agent-metrics.js';
 import { createBrain } from './brains.js';
+import { CallEvents } from './events.js';
+import { CallRecorder } from './recorder.js';
+import { CallTools, type ClientToolChannel } from './tools.js';
+import { resolveAgentTools } from '../../control-plane/tools/tools.js';
+import { recordingKey, type ObjectStore } from '../../control-plane/recordings/object-store.js';
 
 export interface CallRuntimeDeps {
   db: Db;
@@ -22,6 +27,12 @@ export interface CallRuntimeDeps {
   metrics: AgentMetrics;
   /** The server's default language model (PARLEY_LLM_*), for single-prompt agents without a model block. */
   defaultLlm?: LlmEndpoint;
+  /** Where recordings go. */
+  objects: ObjectStore;
+  /** Tool calls may reach private and loopback addresses (PARLEY_ALLOW_PRIVATE_EGRESS). */
+  allowPrivateEgress: boolean;
+  /** Wakes the webhook dispatcher after events were queued. */
+  notifyWebhooks(): void;
 }
 
 export interface StartCall {
@@ -38,6 +49,8 @@ export interface StartCall {
   toNumber?: string;
   /** The call id, when the caller had to announce it before the call started. */
   callId?: string;
+  /** How client tools reach the app (the agent WebSocket); without it client tools cannot run. */
+  clientTools?: ClientToolChannel;
 }
 
 export interface RunningCall {
@@ -83,9 +96,30 @@ export class CallRuntime {
         timezone: spec.timezone,
       }),
     );
-    const brain = await createBrain(spec, resolved.config, { vault: this.deps.vault, orgId, defaultLlm: this.deps.defaultLlm });
+    const toolRefs = Array.isArray(resolved.config.toolRefs) ? (resolved.config.toolRefs as string[]) : [];
+    const library = await resolveAgentTools(db, orgId, toolRefs);
+    const tools = new CallTools(library, spec.tools ?? [], {
+      orgId,
+      vault: this.deps.vault,
+      allowPrivateEgress: this.deps.allowPrivateEgress,
+      client: call.clientTools,
+      onVariables: (values) => {
+        Object.assign(variables, values);
+        write({ variables: { ...variables } });
+      },
+    });
+    const brain = await createBrain(spec, resolved.config, { vault: this.deps.vault, orgId, defaultLlm: this.deps.defaultLlm }, tools.libraryFunctions(library));
     const slmModel = typeof resolved.config.slmModel === 'string' ? resolved.config.slmModel : null;
-    await createCall(db, {
+    const events = new CallEvents(db, this.deps.notifyWebhooks, {
+      orgId,
+      agentId,
+      callId,
+      conversationType,
+      fromNumber: call.fromNumber ?? null,
+      toNumber: call.toNumber ?? null,
+      callType: call.type,
+    });
+    await events.begin((tx) => createCall(tx, {
       orgId,
       agentId,
       branchId: resolved.branchId,
@@ -100,8 +134,9 @@ export class CallRuntime {
       fromNumber: call.fromNumber ?? null,
       toNumber: call.toNumber ?? null,
       callId,
-    });
+    }));
     metrics.opened(call.mode);
+    const recorder = call.mode === 'webcall' ? new CallRecorder(call.outputRate) : null;
 
     // Record writes go out one after another, so a later state never lands before an earlier one.
     let writes: Promise<unknown> = Promise.resolve();
@@ -124,6 +159,9 @@ export class CallRuntime {
       inputRate: call.inputRate,
       inputEncoding: call.inputEncoding,
       outputRate: call.outputRate,
+      tap: recorder ?? undefined,
+      runTool: (toolCall) => tools.run(toolCall, variables),
+      fillerFor: (toolCall) => tools.fillerFor(toolCall),
       emit: (event) => {
         switch (event.type) {
           case 'user_transcript':
@@ -140,15 +178,22 @@ export class CallRuntime {
           case 'ended': {
             const endedAt = new Date();
             metrics.closed(call.mode, event.reason);
-            write({
-              status: event.reason === 'error' ? 'failed' : 'completed',
+            const final = {
+              status: event.reason === 'error' ? ('failed' as const) : ('completed' as const),
               endReason: event.reason,
               endedAt: endedAt.toISOString(),
               durationS: Math.round((endedAt.getTime() - session.startedAt.getTime()) / 100) / 10,
               transcript: [...session.transcript],
               variables: { ...variables },
               metrics: { turns: [...session.turnMetrics], interruptions: [...session.interruptions], processedAt: endedAt.toISOString() },
-            });
+            };
+            // The recording first (so post-conversation can name it), then the final record and its event together.
+            writes = writes
+              .then(() => this.saveRecording(orgId, callId, recorder))
+              .then((keys) =>
+                events.end({ ...final, ...keys }, { startedAt: session.startedAt, endedAt, transcript: final.transcript, variables: final.variables, analyticsConfig: resolved.config.postCallAnalyticsConfig }),
+              )
+              .catch((err: unknown) => logger.error({ err: err instanceof Error ? err.message : String(err), callId }, 'could not finish the call record'));
             void writes.then(resolveFinished);
             break;
           }
@@ -161,5 +206,14 @@ export class CallRuntime {
     });
     session.start();
     return { callId, session, finished };
+  }
+
+  private async saveRecording(orgId: string, callId: string, recorder: CallRecorder | null): Promise<{ recordingMono?: string; recordingDual?: string }> {
+    if (!recorder?.hasAudio) return {};
+    const { mono, dual } = recorder.finish();
+    const monoKey = recordingKey(orgId, callId, 'mono');
+    const dualKey = recordingKey(orgId, callId, 'dual');
+    await Promise.all([this.deps.objects.put(monoKey, mono), this.deps.objects.put(dualKey, dual)]);
+    return { recordingMono: monoKey, recordingDual: dualKey };
   }
 }

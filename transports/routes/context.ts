@@ -6,6 +6,8 @@ import type { Actor } from '../../control-plane/agents/agents.js';
 import type { HttpRequest } from '../http/types.js';
 import type { Settings } from '../../server/settings.js';
 import type { SecretVault } from '../../control-plane/secrets/vault.js';
+import type { WebhookDispatcher } from '../../control-plane/webhooks/dispatcher.js';
+import type { WebhookSecretBox } from '../../control-plane/webhooks/secret-box.js';
 
 export interface RouteContext {
   db: Db;
@@ -14,6 +16,10 @@ export interface RouteContext {
   settings: Settings;
   /** Organization secrets vault (`vault.get(orgId, name)` decrypts, for the runtime only). */
   vault: SecretVault;
+  /** Webhook delivery dispatcher: call `webhooks.notify()` after a transaction that ran enqueueEvent committed. */
+  webhooks: WebhookDispatcher;
+  /** Seals and opens webhook signing secrets (the vault's master key). */
+  webhookSecrets: WebhookSecretBox;
 }
 
 export function actorOf(req: HttpRequest): Actor {

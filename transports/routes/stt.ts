@@ -12,6 +12,7 @@ import { WIRE_SAMPLE_RATES, type MonoAudio } from '../../engine/audio/types.js';
 import { estimateWords, transcribe } from '../../engine/stt/batch.js';
 import { QueueFullError } from '../../engine/models/queue.js';
 import { fetchAudio, postJson } from './fetch-audio.js';
+import { EgressError, checkEgressStatic, type EgressOptions } from '../../engine/net/egress.js';
 
 /** English-only recognizer: codes and aggregators that include English are served, others refused. */
 const LANGUAGES = new Set(['en', 'en-US', 'en-GB', 'en-IN', 'auto', 'multi-eu', 'multi-asian', 'multi-indic']);
@@ -27,7 +28,8 @@ interface SttInput {
   fromUrl: string | null;
 }
 
-export function sttRoutes(server: HttpServer, prefix: string, registry: ModelRegistry, limits: SttLimits, logger: Logger): void {
+/** `egress`: the policy for `{url}` audio and `webhook_url` (private networks refused unless allowed). */
+export function sttRoutes(server: HttpServer, prefix: string, registry: ModelRegistry, limits: SttLimits, logger: Logger, egress: EgressOptions = { allowPrivate: false }): void {
   const sttError = (status: number, message: string, headers?: Record<string, string>) => new ApiError(status, message, { rawBody: { error: message }, headers });
   const legacyError = (detail: string) => new ApiError(400, detail, { rawBody: { status: 'error', message: 'Error handling audio data', errors: detail } });
 
@@ -39,8 +41,10 @@ export function sttRoutes(server: HttpServer, prefix: string, registry: ModelReg
     if (type.startsWith('application/json')) {
       const url = (req.json() as { url?: unknown }).url;
       if (typeof url !== 'string' || !/^https?:\/\//.test(url)) throw bad('url: required, an http(s) address of the audio');
+      checkTarget('url', url, bad);
       fromUrl = url;
-      bytes = await fetchAudio(url, limits.maxBodyBytes).catch((err: unknown) => {
+      bytes = await fetchAudio(url, limits.maxBodyBytes, egress).catch((err: unknown) => {
+        if (err instanceof EgressError) throw bad(`url: ${err.message}`);
         throw bad(`could not fetch url: ${err instanceof Error ? err.message : String(err)}`);
       });
     }
@@ -59,6 +63,22 @@ export function sttRoutes(server: HttpServer, prefix: string, registry: ModelReg
     const seconds = audio.samples.length / audio.sampleRate;
     if (seconds > limits.maxAudioSeconds) throw bad(`audio is ${seconds.toFixed(1)} s long; at most ${limits.maxAudioSeconds} s per request`);
     return { audio, bytes: bytes.length, fromUrl };
+  };
+
+  /** Refuses a URL the egress policy rules out without DNS (scheme, literal addresses, metadata and localhost names). */
+  const checkTarget = (field: string, url: string, bad: (msg: string) => ApiError) => {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw bad(`${field}: not a valid URL`);
+    }
+    try {
+      checkEgressStatic(parsed, egress);
+    } catch (err) {
+      if (err instanceof EgressError) throw bad(`${field}: ${err.message}`);
+      throw err;
+    }
   };
 
   const checkLanguage = (req: HttpRequest, bad: (msg: string) => ApiError) => {
@@ -89,6 +109,7 @@ export function sttRoutes(server: HttpServer, prefix: string, registry: ModelReg
     const wordTimestamps = req.query.get('word_timestamps') === 'true';
     const webhook = req.query.get('webhook_url');
     if (webhook !== null && !/^https?:\/\/\S+$/.test(webhook)) throw bad('webhook_url: an http(s) address');
+    if (webhook !== null) checkTarget('webhook_url', webhook, bad);
     const input = await readInput(req, bad);
     const requestId = randomUUID();
     const respond = async () => {
@@ -114,10 +135,10 @@ export function sttRoutes(server: HttpServer, prefix: string, registry: ModelReg
       // Runs in the background; the result (or an error body) is posted to the webhook as JSON.
       const extra = parseExtra(req.query.get('webhook_extra'));
       void respond()
-        .then((body) => postJson(webhook, { ...body, ...extra }))
+        .then((body) => postJson(webhook, { ...body, ...extra }, egress))
         .catch(async (err: unknown) => {
           logger.warn({ err: err instanceof Error ? err.message : String(err), requestId }, 'background transcription or its webhook failed');
-          await postJson(webhook, { status: 'error', request_id: requestId, error: err instanceof ApiError ? err.message : 'transcription failed', ...extra }).catch(() => {});
+          await postJson(webhook, { status: 'error', request_id: requestId, error: err instanceof ApiError ? err.message : 'transcription failed', ...extra }, egress).catch(() => {});
         });
       return { status: 200, body: { status: 'processing', request_id: requestId } };
     }

@@ -132,6 +132,8 @@ class AgentConnection implements WsSession {
   private readonly sessionId = randomUUID();
   private readonly maxBuffered: number;
   private closing = false;
+  /** Client tool calls waiting for `function_call.result`, by call id. */
+  private readonly toolCalls = new Map<string, (result: string) => void>();
   private lastPong: number;
   private readonly pinger: NodeJS.Timeout;
   /** Messages that arrived while the session was being created. */
@@ -159,6 +161,7 @@ class AgentConnection implements WsSession {
           inputRate: prepared.sampleRate,
           outputRate: prepared.sampleRate,
           callId: prepared.callId,
+          clientTools: { call: (toolCall, opts) => this.callClientTool(toolCall, opts) },
         },
         (event) => this.onEvent(event),
       )
@@ -194,6 +197,22 @@ class AgentConnection implements WsSession {
       return;
     }
     this.handle(data);
+  }
+
+  /** Asks the app to run a client tool: `function_call` out, `function_call.result` with the same call_id back. */
+  private callClientTool(call: { id: string; name: string; arguments: string }, opts: { timeoutMs: number; expectsResponse: boolean }): Promise<string | null> {
+    this.send({ type: 'function_call', call_id: call.id, name: call.name, arguments: call.arguments, expects_response: opts.expectsResponse });
+    if (!opts.expectsResponse) return Promise.resolve(null);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.toolCalls.delete(call.id);
+        resolve(null);
+      }, opts.timeoutMs);
+      this.toolCalls.set(call.id, (result) => {
+        clearTimeout(timer);
+        resolve(result);
+      });
+    });
   }
 
   onPong(): void {
@@ -280,6 +299,18 @@ class AgentConnection implements WsSession {
       case 'session.close':
         session.end('client_requested');
         return;
+      case 'function_call.result': {
+        const id = msg.call_id;
+        const pending = typeof id === 'string' ? this.toolCalls.get(id) : undefined;
+        if (!pending) {
+          this.error('invalid_event', `function_call.result: no pending call with call_id ${JSON.stringify(id ?? null)}`);
+          return;
+        }
+        const result = msg.result ?? msg.output;
+        this.toolCalls.delete(id as string);
+        pending(typeof result === 'string' ? result : JSON.stringify(result ?? null));
+        return;
+      }
       default:
         this.error('invalid_event', `unknown message type ${JSON.stringify(msg.type ?? null)}`);
     }

@@ -1,0 +1,90 @@
+// A call's webhook events: pre-conversation with the call's creation, post-conversation with its final record, then
+// analytics-completed; each queued in the same transaction as the call change it reports (the outbox), so a crash
+// loses none, and delivered in that order by the webhook dispatcher.
+import type { Db, Tx } from '../../control-plane/store/db.js';
+import { updateCall, type CallPatch, type CallType, type TranscriptEntry } from '../../control-plane/calls/calls.js';
+import { recordingIdentifier } from '../../control-plane/recordings/object-store.js';
+import { enqueueEvent } from '../../control-plane/webhooks/outbox.js';
+import type { Vars } from '../../engine/agent/types.js';
+import { deterministicAnalytics } from './analytics.js';
+
+export interface CallInfo {
+  orgId: string;
+  agentId: string;
+  callId: string;
+  /** `webcall`, `telephonyInbound`, `telephonyOutbound`. */
+  conversationType: string;
+  fromNumber: string | null;
+  toNumber: string | null;
+  callType: CallType;
+}
+
+export interface CallEnd {
+  startedAt: Date;
+  endedAt: Date;
+  transcript: TranscriptEntry[];
+  variables: Vars;
+  analyticsConfig: unknown;
+}
+
+export class CallEvents {
+  constructor(
+    private readonly db: Db,
+    private readonly notify: () => void,
+    private readonly info: CallInfo,
+  ) {}
+
+  private base(eventType: string): Record<string, unknown> {
+    const { agentId, conversationType, callId } = this.info;
+    return { agentId, eventType, conversationType, callId };
+  }
+
+  private async queue(tx: Tx, eventType: 'pre-conversation' | 'post-conversation' | 'analytics-completed', metadata: Record<string, unknown>): Promise<void> {
+    await enqueueEvent(tx, { orgId: this.info.orgId, agentId: this.info.agentId, callId: this.info.callId, eventType, metadata });
+  }
+
+  /** Creates the call record (by `create`) and queues pre-conversation, in one transaction. */
+  async begin(create: (tx: Tx) => Promise<unknown>): Promise<void> {
+    await this.db.transaction().execute(async (tx) => {
+      await create(tx);
+      await this.queue(tx, 'pre-conversation', { ...this.base('pre-conversation'), toPhone: this.info.toNumber ?? '', fromPhone: this.info.fromNumber ?? '' });
+    });
+    this.notify();
+  }
+
+  /** Writes the final record with post-conversation, then computes analytics and queues analytics-completed. */
+  async end(patch: CallPatch, end: CallEnd): Promise<void> {
+    const callData = {
+      fromNumber: this.info.fromNumber ?? '',
+      toNumber: this.info.toNumber ?? '',
+      callDuration: Math.round((end.endedAt.getTime() - end.startedAt.getTime()) / 10) / 100,
+      callStatus: patch.status === 'failed' ? 'failed' : 'completed',
+      callDirection: this.info.callType,
+      answerTime: end.startedAt.toISOString(),
+      endTime: end.endedAt.toISOString(),
+    };
+    const transcript = end.transcript.map((t) => ({ role: t.role, content: t.content, timestamp: t.timestamp }));
+    await this.db.transaction().execute(async (tx) => {
+      await updateCall(tx, this.info.callId, patch);
+      await this.queue(tx, 'post-conversation', {
+        ...this.base('post-conversation'),
+        recordingUrl: patch.recordingMono ? recordingIdentifier(patch.recordingMono) : null,
+        callData,
+        transcript,
+        variables: end.variables,
+      });
+    });
+    this.notify();
+
+    const analytics = deterministicAnalytics(end.analyticsConfig, end.transcript, patch.endReason ?? 'ended');
+    await this.db.transaction().execute(async (tx) => {
+      await updateCall(tx, this.info.callId, { metrics: { ...(patch.metrics ?? { turns: [] }), analytics } });
+      await this.queue(tx, 'analytics-completed', {
+        ...this.base('analytics-completed'),
+        callData,
+        analytics: { summary: analytics.summary, dispositionMetrics: analytics.dispositionMetrics, successMetrics: analytics.successMetrics },
+      });
+    });
+    this.notify();
+  }
+}

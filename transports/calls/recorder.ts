@@ -1,0 +1,70 @@
+// Call recording: the caller's and the agent's audio on one 16 kHz timeline, written as mono (mixed) and dual WAV.
+import { Resampler } from '../../engine/audio/resample.js';
+import { writeWav, writeWavChannels } from '../../engine/audio/wav.js';
+
+const RATE = 16000;
+/** Longest recording kept (an hour); audio beyond it is not recorded. */
+const MAX_SAMPLES = 3600 * RATE;
+
+/** A growable mono track addressed by sample index; writes past the end leave silence in between. */
+class Track {
+  data = new Float32Array(RATE * 10);
+  length = 0;
+
+  write(at: number, x: Float32Array): void {
+    const end = Math.min(MAX_SAMPLES, at + x.length);
+    if (end <= at) return;
+    if (end > this.data.length) {
+      const grown = new Float32Array(Math.min(MAX_SAMPLES, Math.max(end, this.data.length * 2)));
+      grown.set(this.data.subarray(0, this.length));
+      this.data = grown;
+    }
+    this.data.set(x.subarray(0, end - at), at);
+    this.length = Math.max(this.length, end);
+  }
+}
+
+export class CallRecorder {
+  private readonly caller = new Track();
+  private readonly agent = new Track();
+  private readonly out: Resampler;
+  /** Where the agent's audio continues when frames follow each other without a gap. */
+  private agentAt = 0;
+  private lastOutput = 0;
+
+  constructor(outputRate: number) {
+    this.out = new Resampler(outputRate, RATE);
+  }
+
+  /** Caller audio at 16 kHz, in arrival order (the caller streams continuously, so arrival order is time). */
+  input(samples16k: Float32Array): void {
+    this.caller.write(this.caller.length, samples16k);
+  }
+
+  /** Agent audio as sent: placed where the caller's timeline is now, or right after the previous frame. */
+  output(samples: Float32Array): void {
+    const x = this.out.push(samples);
+    const now = performance.now();
+    // A new stretch of agent speech (a pause of over 100 ms since the last frame) starts at the caller's "now".
+    if (now - this.lastOutput > 100) this.agentAt = Math.max(this.agentAt, this.caller.length);
+    this.lastOutput = now;
+    this.agent.write(this.agentAt, x);
+    this.agentAt += x.length;
+  }
+
+  get hasAudio(): boolean {
+    return this.caller.length > 0 || this.agent.length > 0;
+  }
+
+  /** The two WAV files: mono (caller + agent mixed) and dual (left caller, right agent). */
+  finish(): { mono: Buffer; dual: Buffer; seconds: number } {
+    const n = Math.max(this.caller.length, this.agent.length);
+    const caller = new Float32Array(n);
+    const agent = new Float32Array(n);
+    caller.set(this.caller.data.subarray(0, this.caller.length));
+    agent.set(this.agent.data.subarray(0, this.agent.length));
+    const mix = new Float32Array(n);
+    for (let i = 0; i < n; i++) mix[i] = Math.max(-1, Math.min(1, (caller[i] as number) + (agent[i] as number)));
+    return { mono: writeWav(mix, RATE), dual: writeWavChannels([caller, agent], RATE), seconds: n / RATE };
+  }
+}

@@ -1,0 +1,106 @@
+// The tools a call can run: library tools (toolRefs, resolved at call start) and inline api_call tools, executed with
+// secrets from the vault and the egress policy; client tools are asked of the app over its WebSocket.
+import type { SecretVault } from '../../control-plane/secrets/vault.js';
+import type { FunctionTool, ToolCall, Vars } from '../../engine/agent/types.js';
+import { executeApiCall } from '../../engine/agent/tools/api-call.js';
+import type { ApiCallToolDefinition, ClientToolDefinition, ToolDefinition } from '../../engine/agent/tools/types.js';
+import { checkEgress } from '../../engine/net/egress.js';
+
+/** The app side of client tools: sends the call, resolves with the app's result (or null on timeout). */
+export interface ClientToolChannel {
+  call(call: ToolCall, opts: { timeoutMs: number; expectsResponse: boolean }): Promise<string | null>;
+}
+
+export interface CallToolsOptions {
+  orgId: string;
+  vault: SecretVault;
+  allowPrivateEgress: boolean;
+  /** Present on connections that can answer client tools (the agent WebSocket). */
+  client?: ClientToolChannel;
+  /** Called with variables a tool extracted (responseVariables). */
+  onVariables(values: Vars): void;
+}
+
+const PARAM_TYPES = { text: 'string', number: 'number', boolean: 'boolean', enum: 'string' } as const;
+
+/** JSON Schema of an api_call tool's llmParameters. */
+function parameters(def: ToolDefinition): Record<string, unknown> {
+  if (def.type !== 'api_call' || !def.llmParameters?.length) return { type: 'object', properties: {} };
+  const properties: Record<string, unknown> = {};
+  for (const p of def.llmParameters) {
+    properties[p.name] = { type: PARAM_TYPES[p.type], description: p.description, ...(p.type === 'enum' && p.values ? { enum: p.values } : {}) };
+  }
+  const required = def.llmParameters.filter((p) => p.required).map((p) => p.name);
+  return { type: 'object', properties, ...(required.length ? { required } : {}) };
+}
+
+/** An inline agent tool of type api_call as a definition the executor takes (defaults as in the library). */
+function inlineApiCall(t: Record<string, unknown>): ApiCallToolDefinition | null {
+  if (t.type !== 'api_call' || t.enabled === false || typeof t.url !== 'string' || typeof t.name !== 'string') return null;
+  return {
+    ...(t as object),
+    type: 'api_call',
+    name: t.name,
+    description: String(t.description ?? ''),
+    enabled: true,
+    url: t.url,
+    method: (typeof t.method === 'string' ? t.method : 'GET') as ApiCallToolDefinition['method'],
+    timeout: typeof t.timeout === 'number' ? t.timeout : 5000,
+    responseVariables: Array.isArray(t.responseVariables) ? (t.responseVariables as ApiCallToolDefinition['responseVariables']) : [],
+  } as ApiCallToolDefinition;
+}
+
+export class CallTools {
+  private readonly byName = new Map<string, ToolDefinition>();
+
+  constructor(library: ToolDefinition[], inline: Record<string, unknown>[], private readonly opts: CallToolsOptions) {
+    for (const t of inline) {
+      const def = inlineApiCall(t);
+      if (def) this.byName.set(def.name, def);
+    }
+    // Library tools win over inline tools of the same name.
+    for (const def of library) if (def.enabled) this.byName.set(def.name, def);
+  }
+
+  /** Library tools as functions for the model (inline tools are offered by the brain from the agent's `tools`). */
+  libraryFunctions(library: ToolDefinition[]): FunctionTool[] {
+    return library.filter((d) => d.enabled).map((d) => ({ name: d.name, description: d.description, parameters: parameters(d) }));
+  }
+
+  /** A filler phrase to say while a client tool runs. */
+  fillerFor(call: ToolCall): string | undefined {
+    const def = this.byName.get(call.name);
+    if (def?.type !== 'client_tool' || !def.fillerPhrases.length) return undefined;
+    return def.fillerPhrases[Math.floor(Math.random() * def.fillerPhrases.length)];
+  }
+
+  /** Runs a call; null when no such tool can run here (the session speaks a fallback). */
+  async run(call: ToolCall, vars: Vars): Promise<string | null> {
+    const def = this.byName.get(call.name);
+    if (!def) return null;
+    let args: Record<string, unknown> = {};
+    try {
+      const parsed = call.arguments ? (JSON.parse(call.arguments) as unknown) : {};
+      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) args = parsed as Record<string, unknown>;
+    } catch {
+      return JSON.stringify({ error: 'the arguments were not valid JSON' });
+    }
+    if (def.type === 'client_tool') return this.runClient(def, call);
+    const { auth, ...visible } = def;
+    const result = await executeApiCall(visible as ApiCallToolDefinition, args, vars, {
+      auth,
+      secret: (name) => this.opts.vault.get(this.opts.orgId, name),
+      checkUrl: (url) => checkEgress(url, { allowPrivate: this.opts.allowPrivateEgress }),
+    });
+    if (Object.keys(result.variables).length) this.opts.onVariables(result.variables);
+    return result.ok ? result.text : JSON.stringify({ error: result.error ?? `HTTP ${result.status ?? 'error'}`, status: result.status ?? null, body: result.text });
+  }
+
+  private async runClient(def: ClientToolDefinition, call: ToolCall): Promise<string | null> {
+    const client = this.opts.client;
+    if (!client) return null;
+    const answer = await client.call(call, { timeoutMs: def.timeoutMs, expectsResponse: def.expectsResponse });
+    if (!def.expectsResponse) return JSON.stringify({ status: 'sent' });
+    return answer ?? JSON.stringify({ error: `the app did not answer within ${def.timeoutMs} ms` });
+  }
+}
