@@ -162,6 +162,38 @@ describe('single-prompt agent over the agent WebSocket', () => {
   }, 30_000);
 });
 
+describe('post-call analytics by the language model', () => {
+  it('asks the agent model for the summary and the configured metrics once the call ends', async () => {
+    script = (req) => {
+      if (req.body.stream === false) {
+        return { text: '{"summary":"The caller asked about opening hours.","metrics":{"topic":{"value":"hours","confidence":0.9,"reasoning":"They asked when we open."}}}' };
+      }
+      return { text: 'We open at nine.' };
+    };
+    const agentId = await singlePromptAgent({
+      postCallAnalyticsConfig: { dispositionMetrics: [{ identifier: 'topic', dispositionMetricPrompt: 'What was the call about?', dispositionMetricType: 'STRING' }] },
+    });
+    const c = new AgentCaller(connectUrl(server, { token: server.key, agent_id: agentId, mode: 'chat' }), 24000);
+    await c.opened;
+    const created = await c.waitFor((f) => f.type === 'session.created');
+    const mark = c.frames.length;
+    c.send({ type: 'input_text.send', text: 'When do you open?' });
+    expect((await c.agentTurn(mark)).text).toBe('We open at nine.');
+    c.send({ type: 'session.close' });
+    await c.closed;
+    let analytics: any = null;
+    for (let i = 0; i < 50 && !analytics; i++) {
+      analytics = (await server.request('GET', `${A}/conversation/${created.call_id}`)).body.data.postCallAnalytics;
+      if (!analytics) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(analytics.method).toBe('llm');
+    expect(analytics.summary).toBe('The caller asked about opening hours.');
+    expect(analytics.dispositionMetrics[0]).toMatchObject({ identifier: 'topic', value: 'hours', confidence: 0.9, dispositionMetricType: 'STRING' });
+    const request = mock.requests.filter((r) => r.body.stream === false).at(-1);
+    expect(JSON.stringify(request?.body.messages)).toContain('Caller: When do you open?');
+  }, 30_000);
+});
+
 describe('test calls and the demo agent', () => {
   it('a test call runs the branch draft through the same runtime during a config freeze', async () => {
     const created = await server.request('POST', `${A}/agent`, { body: { name: 'freeze', workflowType: 'workflow_graph', workflowGraph: { nodes: [{ id: 'a', type: 'say', text: 'Live hello.' }], edges: [] } } });

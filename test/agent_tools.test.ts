@@ -104,7 +104,7 @@ describe('api_call tools in a call', () => {
     // The model saw the tool's answer but not the credential; the function it was offered has the parameters.
     const toolMessage = mock.requests.flatMap((r) => r.body.messages ?? []).find((m) => m.role === 'tool');
     expect(String(toolMessage?.content)).toContain('shipped');
-    const offered = (mock.requests.at(-2)?.body.tools as any[]).find((t) => t.function.name === 'order_status');
+    const offered = (mock.requests.find((r) => Array.isArray(r.body.tools))?.body.tools as any[]).find((t) => t.function.name === 'order_status');
     expect(offered.function.parameters).toMatchObject({ properties: { order_id: { type: 'string' } }, required: ['order_id'] });
 
     const call = await callRecord(created.call_id as string);

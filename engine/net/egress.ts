@@ -9,10 +9,11 @@
 //
 // `checkEgress` resolves a hostname (every address) and checks each. `safeFetch` goes further: it checks the
 // addresses inside the connection's own DNS lookup, so the address connected to is the address checked, and it
-// re-checks every redirect hop. That closes the DNS-rebinding window between "check" and "connect" (a name that
-// answers public to the check and private to the connect). What remains: sockets kept alive in the pool are reused
-// for the same host and port without a new lookup (they were checked when they connected), and a proxy configured
-// outside Node is not seen.
+// re-checks every redirect hop (each hop is a new connection through the same checked lookup). That closes the
+// DNS-rebinding window between "check" and "connect" (a name that answers public to the check and private to the
+// connect). Connections are not pooled: every request connects (and so is checked) anew, and a one-attempt
+// delivery never fails on a kept-alive socket the receiver closed meanwhile. What remains outside this check: a
+// transparent proxy or NAT on the network path, which no client-side check can see.
 import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
@@ -238,18 +239,6 @@ function checkedLookup(opts: EgressOptions) {
   };
 }
 
-/** Keep-alive agents, one per scheme and policy, so a socket opened under one policy never serves the other. */
-const agents = new Map<string, http.Agent>();
-function agentFor(protocol: string, allowPrivate: boolean): http.Agent {
-  const name = `${protocol}${allowPrivate}`;
-  let agent = agents.get(name);
-  if (!agent) {
-    agent = protocol === 'https:' ? new https.Agent({ keepAlive: true, maxSockets: 64 }) : new http.Agent({ keepAlive: true, maxSockets: 64 });
-    agents.set(name, agent);
-  }
-  return agent;
-}
-
 function requestOnce(url: URL, init: SafeFetchInit, opts: SafeFetchOptions): Promise<http.IncomingMessage> {
   return new Promise((resolve, reject) => {
     const body = init.body === undefined ? undefined : typeof init.body === 'string' ? Buffer.from(init.body, 'utf8') : init.body;
@@ -259,7 +248,8 @@ function requestOnce(url: URL, init: SafeFetchInit, opts: SafeFetchOptions): Pro
     const req = mod.request(url, {
       method: init.method ?? 'GET',
       headers,
-      agent: agentFor(url.protocol, opts.allowPrivate),
+      // No pooling: each request opens (and checks) its own connection.
+      agent: false,
       // Checked at connect time: the address connected to is the one the policy saw.
       lookup: checkedLookup(opts) as unknown as net.LookupFunction,
       signal: init.signal,

@@ -25,7 +25,7 @@ export interface CallAnalytics {
   dispositionMetrics: Metric[];
   successMetrics: Metric[];
   /** Which method produced them. */
-  method: 'deterministic';
+  method: 'deterministic' | 'llm';
 }
 
 type MetricConfig = Record<string, unknown> & { identifier?: string; extractor?: { type?: string; keywords?: string[]; pattern?: string; flags?: string } };
@@ -80,4 +80,53 @@ export function deterministicAnalytics(config: unknown, transcript: TranscriptTu
     successMetrics: (cfg.successMetrics ?? []).map((m) => metric(m, 'successMetricPrompt', 'successMetricType')),
     method: 'deterministic',
   };
+}
+
+/**
+ * Analytics by the agent's language model (OpenAI-compatible, non-streaming, JSON answer). Falls back to the
+ * deterministic extractors when the model fails or answers something unusable.
+ */
+export async function llmAnalytics(
+  endpoint: { baseUrl: string; model: string; apiKey?: string },
+  config: unknown,
+  transcript: TranscriptTurn[],
+  endReason: string,
+  fetchImpl: typeof fetch = fetch,
+): Promise<CallAnalytics> {
+  const fallback = deterministicAnalytics(config, transcript, endReason);
+  const cfg = (config && typeof config === 'object' ? config : {}) as { dispositionMetrics?: MetricConfig[]; successMetrics?: MetricConfig[]; summaryPrompt?: string };
+  const metrics = [
+    ...(cfg.dispositionMetrics ?? []).map((m) => ({ identifier: String(m.identifier), prompt: String(m.dispositionMetricPrompt ?? ''), type: String(m.dispositionMetricType ?? 'STRING'), choices: m.choices })),
+    ...(cfg.successMetrics ?? []).map((m) => ({ identifier: String(m.identifier), prompt: String(m.successMetricPrompt ?? ''), type: String(m.successMetricType ?? 'STRING') })),
+  ];
+  const conversation = transcript.map((t) => `${t.role === 'agent' ? 'Agent' : 'Caller'}: ${t.content}`).join('\n');
+  const instructions =
+    'You analyse a finished phone conversation. Answer with one JSON object only: ' +
+    '{"summary": string, "metrics": {"<identifier>": {"value": <string|number|boolean|null>, "confidence": <0..1>, "reasoning": string}}}. ' +
+    `${cfg.summaryPrompt ? `Summary instructions: ${cfg.summaryPrompt}. ` : 'The summary is two or three sentences. '}` +
+    `Metrics to fill: ${JSON.stringify(metrics)}`;
+  try {
+    const res = await fetchImpl(`${endpoint.baseUrl.replace(/\/+$/, '')}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(endpoint.apiKey ? { authorization: `Bearer ${endpoint.apiKey}` } : {}) },
+      body: JSON.stringify({ model: endpoint.model, stream: false, temperature: 0, messages: [{ role: 'system', content: instructions }, { role: 'user', content: conversation || '(no words were said)' }] }),
+      signal: AbortSignal.timeout(30_000),
+    });
+    if (!res.ok) return fallback;
+    const body = (await res.json()) as { choices?: { message?: { content?: string } }[] };
+    const text = body.choices?.[0]?.message?.content ?? '';
+    const json = JSON.parse(text.slice(text.indexOf('{'), text.lastIndexOf('}') + 1)) as { summary?: unknown; metrics?: Record<string, { value?: unknown; confidence?: unknown; reasoning?: unknown }> };
+    if (typeof json.summary !== 'string') return fallback;
+    const fill = (list: Metric[]): Metric[] =>
+      list.map((m) => {
+        const got = json.metrics?.[m.identifier];
+        if (!got) return m;
+        const value = typeof got.value === 'string' || typeof got.value === 'number' || typeof got.value === 'boolean' ? got.value : null;
+        const confidence = typeof got.confidence === 'number' ? Math.max(0, Math.min(1, got.confidence)) : 0.5;
+        return { ...m, value, confidence, reasoning: typeof got.reasoning === 'string' ? got.reasoning : '' };
+      });
+    return { summary: json.summary, dispositionMetrics: fill(fallback.dispositionMetrics), successMetrics: fill(fallback.successMetrics), method: 'llm' };
+  } catch {
+    return fallback;
+  }
 }

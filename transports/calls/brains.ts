@@ -30,7 +30,7 @@ export async function createBrain(spec: AgentSpec, config: Record<string, unknow
   return new LlmBrain({ endpoint, systemPrompt, firstMessage: spec.firstMessage, tools: [...tools.filter((t) => !names.has(t.name)), ...extraTools], systemTools });
 }
 
-async function llmEndpoint(model: unknown, deps: BrainDeps): Promise<LlmEndpoint | { error: string }> {
+export async function llmEndpoint(model: unknown, deps: BrainDeps): Promise<LlmEndpoint | { error: string }> {
   if (model && typeof model === 'object') {
     const m = model as { baseUrl?: string; model?: string; apiKeySecret?: string; temperature?: number };
     if (!m.baseUrl || !m.model) return { error: 'The agent model block needs baseUrl and model' };

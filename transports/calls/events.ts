@@ -6,7 +6,7 @@ import { updateCall, type CallPatch, type CallType, type TranscriptEntry } from 
 import { recordingIdentifier } from '../../control-plane/recordings/object-store.js';
 import { enqueueEvent } from '../../control-plane/webhooks/outbox.js';
 import type { Vars } from '../../engine/agent/types.js';
-import { deterministicAnalytics } from './analytics.js';
+import type { CallAnalytics } from './analytics.js';
 
 export interface CallInfo {
   orgId: string;
@@ -24,7 +24,8 @@ export interface CallEnd {
   endedAt: Date;
   transcript: TranscriptEntry[];
   variables: Vars;
-  analyticsConfig: unknown;
+  /** Computes the post-call analytics (the language model's or the deterministic extractors'). */
+  analyze(): Promise<CallAnalytics>;
 }
 
 export class CallEvents {
@@ -76,7 +77,7 @@ export class CallEvents {
     });
     this.notify();
 
-    const analytics = deterministicAnalytics(end.analyticsConfig, end.transcript, patch.endReason ?? 'ended');
+    const analytics = await end.analyze();
     await this.db.transaction().execute(async (tx) => {
       await updateCall(tx, this.info.callId, { metrics: { ...(patch.metrics ?? { turns: [] }), analytics } });
       await this.queue(tx, 'analytics-completed', {

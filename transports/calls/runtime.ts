@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import type { Db } from '../../control-plane/store/db.js';
 import type { ResolvedCallConfig } from '../../control-plane/calls/call-config.js';
-import { createCall, newCallId, updateCall, type CallMode, type CallType } from '../../control-plane/calls/calls.js';
+import { createCall, newCallId, updateCall, type CallMode, type CallType, type TranscriptEntry } from '../../control-plane/calls/calls.js';
 import type { SecretVault } from '../../control-plane/secrets/vault.js';
 import { AgentSession, type SessionEvent } from '../../engine/agent/session.js';
 import type { LlmEndpoint, Vars } from '../../engine/agent/types.js';
@@ -12,7 +12,8 @@ import type { Encoding } from '../../engine/audio/codecs.js';
 import type { ModelRegistry } from '../../engine/models/registry.js';
 import { agentSpec } from './agent-spec.js';
 import type { AgentMetrics } from './agent-metrics.js';
-import { createBrain } from './brains.js';
+import { createBrain, llmEndpoint } from './brains.js';
+import { deterministicAnalytics, llmAnalytics, type CallAnalytics } from './analytics.js';
 import { CallEvents } from './events.js';
 import { CallRecorder } from './recorder.js';
 import { CallTools, type ClientToolChannel } from './tools.js';
@@ -191,7 +192,16 @@ export class CallRuntime {
             writes = writes
               .then(() => this.saveRecording(orgId, callId, recorder))
               .then((keys) =>
-                events.end({ ...final, ...keys }, { startedAt: session.startedAt, endedAt, transcript: final.transcript, variables: final.variables, analyticsConfig: resolved.config.postCallAnalyticsConfig }),
+                events.end(
+                  { ...final, ...keys },
+                  {
+                    startedAt: session.startedAt,
+                    endedAt,
+                    transcript: final.transcript,
+                    variables: final.variables,
+                    analyze: () => this.analyze(orgId, resolved.config, final.transcript, event.reason),
+                  },
+                ),
               )
               .catch((err: unknown) => logger.error({ err: err instanceof Error ? err.message : String(err), callId }, 'could not finish the call record'));
             void writes.then(resolveFinished);
@@ -206,6 +216,14 @@ export class CallRuntime {
     });
     session.start();
     return { callId, session, finished };
+  }
+
+  /** Post-call analytics: by the agent's language model (its model block, else the server default) when there is one. */
+  private async analyze(orgId: string, config: Record<string, unknown>, transcript: TranscriptEntry[], endReason: string): Promise<CallAnalytics> {
+    const analyticsConfig = config.postCallAnalyticsConfig;
+    const endpoint = await llmEndpoint(config.model, { vault: this.deps.vault, orgId, defaultLlm: this.deps.defaultLlm }).catch(() => ({ error: 'unavailable' }));
+    if ('error' in endpoint) return deterministicAnalytics(analyticsConfig, transcript, endReason);
+    return llmAnalytics(endpoint, analyticsConfig, transcript, endReason);
   }
 
   private async saveRecording(orgId: string, callId: string, recorder: CallRecorder | null): Promise<{ recordingMono?: string; recordingDual?: string }> {
