@@ -4,7 +4,7 @@ import type { SecretVault } from '../../control-plane/secrets/vault.js';
 import type { FunctionTool, ToolCall, Vars } from '../../engine/agent/types.js';
 import { executeApiCall } from '../../engine/agent/tools/api-call.js';
 import type { ApiCallToolDefinition, ClientToolDefinition, ToolDefinition } from '../../engine/agent/tools/types.js';
-import { checkEgress } from '../../engine/net/egress.js';
+import { checkEgress, safeFetch } from '../../engine/net/egress.js';
 
 /** The app side of client tools: sends the call, resolves with the app's result (or null on timeout). */
 export interface ClientToolChannel {
@@ -91,6 +91,13 @@ export class CallTools {
       auth,
       secret: (name) => this.opts.vault.get(this.opts.orgId, name),
       checkUrl: (url) => checkEgress(url, { allowPrivate: this.opts.allowPrivateEgress }),
+      // Connects only to the address the egress policy checked (no DNS rebinding between check and connect).
+      fetchImpl: ((input: string | URL, init: RequestInit = {}) =>
+        safeFetch(
+          input instanceof URL ? input : new URL(String(input)),
+          { method: init.method, headers: Object.fromEntries(new Headers(init.headers).entries()), body: init.body as string | undefined, signal: init.signal ?? undefined },
+          { allowPrivate: this.opts.allowPrivateEgress, maxRedirects: 0 },
+        )) as typeof fetch,
     });
     if (Object.keys(result.variables).length) this.opts.onVariables(result.variables);
     return result.ok ? result.text : JSON.stringify({ error: result.error ?? `HTTP ${result.status ?? 'error'}`, status: result.status ?? null, body: result.text });
