@@ -153,6 +153,30 @@ describe('client tools over the agent WebSocket', () => {
     await c.closed;
   }, 30_000);
 
+  it('fire-and-forget client tools (expectsResponse false) do not wait for the app', async () => {
+    const toolId = await tool({ type: 'client_tool', name: 'vibrate', description: 'Vibrate the phone', timeoutMs: 5000, expectsResponse: false });
+    const agentId = await agentWithTools([toolId]);
+    script = (req) => {
+      const last = lastMessage(req);
+      if (last.role === 'user') return { toolCalls: [{ name: 'vibrate', arguments: '{}' }] };
+      if (last.role === 'tool') return { text: `Done: ${last.content}` };
+      return { text: '?' };
+    };
+    const c = new AgentCaller(connectUrl(server, { token: server.key, agent_id: agentId, mode: 'chat' }), 24000);
+    await c.opened;
+    await c.waitFor((f) => f.type === 'session.created');
+    const mark = c.frames.length;
+    const t0 = Date.now();
+    c.send({ type: 'input_text.send', text: 'Buzz me' });
+    const fc = await c.waitFor((f) => f.type === 'function_call', 10_000, mark);
+    expect(fc.expects_response).toBe(false);
+    expect((await c.agentTurn(mark)).text).toBe('Done: {"status":"sent"}');
+    // Well under the tool's 5 s timeout: nothing waited for an answer.
+    expect(Date.now() - t0).toBeLessThan(2000);
+    c.close();
+    await c.closed;
+  }, 30_000);
+
   it('recovers verbally when the app does not answer within timeoutMs', async () => {
     const toolId = await tool({ type: 'client_tool', name: 'slow_thing', description: 'Something slow', timeoutMs: 500 });
     const agentId = await agentWithTools([toolId]);
