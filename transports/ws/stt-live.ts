@@ -37,7 +37,8 @@ function prepare(req: HttpRequest, legacy: boolean): Prepared {
   const eouSilenceMs = eou === null ? undefined : Number(eou);
   if (eouSilenceMs !== undefined && (!Number.isInteger(eouSilenceMs) || eouSilenceMs < 100 || eouSilenceMs > 10_000)) throw reject('eou_timeout_ms: 100 to 10000');
   const vad = q.get('vad_events') ?? q.get('vad');
-  return { sampleRate, encoding, vadEvents: vad === 'true', eouSilenceMs, legacy };
+  // The legacy route's documented default is 800 ms; the unified route uses the engine's (300 ms).
+  return { sampleRate, encoding, vadEvents: vad === 'true', eouSilenceMs: eouSilenceMs ?? (legacy ? 800 : undefined), legacy };
 }
 
 class SttLiveSession implements WsSession {
