@@ -29,15 +29,14 @@
 // BENCH_STAGGER_MS (2000), BENCH_JITTER_MS (200), BENCH_E2E_P95_LIMIT_MS (1500), BENCH_CHAT_P95_LIMIT_MS (100),
 // BENCH_BUDGET_S (420: no new voice level starts after this many seconds), BENCH_REFINE (2).
 import { intEnv, stopAndCollectProblems } from './lib/harness.js';
-import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { decodeLinear16 } from '../engine/audio/codecs.js';
 import { AgentCaller, connectUrl, speech, type Frame } from '../test/support/agent-client.js';
 import { ROOT, freshStore, startServer, type StoreEnv, type TestServer } from '../test/support/server.js';
-import { printTable, resultPath } from './lib/report.js';
+import { printTable, resultPath, quantile, procCpuSeconds } from './lib/report.js';
 import type { TurnMetrics } from '../engine/agent/session.js';
 
 const A = '/atoms/v1';
@@ -92,34 +91,10 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 // ---------------------------------------------------------------------------------------------------------
 const r1 = (x: number) => Math.round(x * 10) / 10;
 /** Nearest-rank quantile (as bench/publish-latency.ts); NaN for no values. */
-function quantile(xs: readonly number[], q: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))] ?? NaN;
-}
 const nums = (xs: readonly (number | null | undefined)[]) => xs.filter((x): x is number => typeof x === 'number' && Number.isFinite(x));
 const fmt = (x: number, digits = 0) => (Number.isFinite(x) ? x.toFixed(digits) : 'n/a');
 
 
-// ---------------------------------------------------------------------------------------------------------
-// CPU accounting
-// ---------------------------------------------------------------------------------------------------------
-let clkTck = 100;
-try {
-  clkTck = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
-} catch {
-  /* keep 100 */
-}
-/** CPU seconds (user + system) used so far by a process, from /proc; NaN when unreadable. */
-function procCpuSeconds(pid: number | undefined): number {
-  if (!pid) return NaN;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / clkTck;
-  } catch {
-    return NaN;
-  }
-}
 function cpuMeter(server: TestServer) {
   const t0 = performance.now();
   const s0 = procCpuSeconds(server.proc.pid);

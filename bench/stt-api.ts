@@ -29,7 +29,7 @@ import { WHISPER_MAX_SAMPLES, WhisperRecognizer } from '../engine/models/whisper
 import { ROOT, freshStore, startServer, type TestServer } from '../test/support/server.js';
 import { asteriskCorpusAvailable, listAsteriskPrompts, loadPrompt16k, splitAtPauses, type AsteriskPrompt } from './lib/asterisk-corpus.js';
 import { errorCount, scoreText, sumErrors, wer, type NormalizeMode, type WordErrors } from './lib/wer.js';
-import { printTable, resultPath } from './lib/report.js';
+import { printTable, resultPath, quantile } from './lib/report.js';
 
 const W = '/waves/v1';
 const CHUNK_MS = 20;
@@ -57,10 +57,6 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const r1 = (x: number) => Math.round(x * 10) / 10;
 const r4 = (x: number) => Math.round(x * 10000) / 10000;
 /** Nearest-rank quantile (as bench/publish-latency.ts). */
-function quantile(xs: readonly number[], q: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))] ?? NaN;
-}
 const fmt = (x: number, digits = 1) => (Number.isFinite(x) ? x.toFixed(digits) : 'n/a');
 const pct = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(2)}%` : 'n/a');
 const points = (x: number) => (Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${(x * 100).toFixed(2)}` : 'n/a');

@@ -14,7 +14,7 @@ import WebSocket from 'ws';
 import { ROOT, freshStore, startServer, type TestServer } from '../test/support/server.js';
 import { AGENT_SENTENCES, GREETING, PARAGRAPH } from './lib/sentences.js';
 import { errorCount, scoreText, sumErrors, wer, type WordErrors } from './lib/wer.js';
-import { printTable, resultPath } from './lib/report.js';
+import { printTable, resultPath, quantile } from './lib/report.js';
 
 const W = '/waves/v1';
 const GOAL_FIRST_AUDIO_P50_MS = 150;
@@ -38,10 +38,6 @@ const log = (msg: string) => process.stderr.write(`[${elapsedS().toFixed(0).padS
 // ---------------------------------------------------------------------------------------------------------
 const r3 = (x: number) => Math.round(x * 1000) / 1000;
 /** Nearest-rank quantile (as bench/publish-latency.ts). */
-function quantile(xs: readonly number[], q: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))] ?? NaN;
-}
 const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
 const fmt = (x: number, digits = 1) => (Number.isFinite(x) ? x.toFixed(digits) : 'n/a');
 

@@ -29,8 +29,7 @@
 // default 100,250,500,max), BENCH_CALLS (per calls batch, 120), BENCH_CALL_CONCURRENCY (callers, one 1-webhook batch each, 1,8), BENCH_HOOKS (4), BENCH_POLL_MS (50),
 // BENCH_TOOL_TURNS (per variant, 100), BENCH_TOOL_SESSIONS (10), BENCH_BATCH_TIMEOUT_S (120).
 import { createHmac } from 'node:crypto';
-import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -38,7 +37,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
 import { intEnv, stopAndCollectProblems } from './lib/harness.js';
-import { printTable, resultPath } from './lib/report.js';
+import { printTable, resultPath, quantile, procCpuSeconds } from './lib/report.js';
 import { AgentCaller, connectUrl, type Frame } from '../test/support/agent-client.js';
 import { OpenAiMock, type MockRequest, type MockReply } from '../test/support/openai-mock.js';
 import { freshStore, startServer, type StoreEnv, type TestServer } from '../test/support/server.js';
@@ -75,28 +74,8 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const r1 = (x: number) => Math.round(x * 10) / 10;
 const r2 = (x: number) => Math.round(x * 100) / 100;
 /** Nearest-rank quantile; NaN for no values. */
-function quantile(xs: readonly number[], q: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))] ?? NaN;
-}
 const fmt = (x: number, digits = 0) => (Number.isFinite(x) ? x.toFixed(digits) : 'n/a');
 
-let clkTck = 100;
-try {
-  clkTck = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
-} catch {
-  /* keep 100 */
-}
-function procCpuSeconds(pid: number | undefined): number {
-  if (!pid) return NaN;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / clkTck;
-  } catch {
-    return NaN;
-  }
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // Receiver

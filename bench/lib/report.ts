@@ -1,5 +1,6 @@
 // Bench output: aligned text tables and where each bench writes its JSON result.
-import { mkdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 const RESULTS = path.resolve(import.meta.dirname, '..', 'results');
@@ -18,4 +19,30 @@ export function printTable(title: string, header: string[], rows: string[][], le
 export function resultPath(name: string): string {
   mkdirSync(RESULTS, { recursive: true });
   return path.join(RESULTS, `${name}.json`);
+}
+
+/** The q-quantile (0..1) of xs by the nearest-rank method; NaN for no values. */
+export function quantile(xs: readonly number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))] ?? NaN;
+}
+
+let clkTck = 0;
+/** CPU seconds (user + system) a process has used so far, from /proc; NaN when unreadable. */
+export function procCpuSeconds(pid: number | undefined): number {
+  if (!pid) return NaN;
+  if (!clkTck) {
+    try {
+      clkTck = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+    } catch {
+      clkTck = 100;
+    }
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / clkTck;
+  } catch {
+    return NaN;
+  }
 }
