@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshStore, startServer, storeSql, type StoreEnv, type TestServer } from './support/server.js';
 import { decodeLinear16 } from '../engine/audio/codecs.js';
 import { writeWav } from '../engine/audio/wav.js';
-import { AgentCaller, connectUrl, speech, type Frame } from './support/agent-client.js';
+import { AgentCaller, connectUrl, endedCall, speech, type Frame } from './support/agent-client.js';
 
 const A = '/atoms/v1';
 const RATE = 16000;
@@ -40,16 +40,6 @@ async function createAgent(body: Record<string, unknown>): Promise<string> {
 
 function caller(agentId: string, extra: Record<string, string> = {}): AgentCaller {
   return new AgentCaller(connectUrl(server, { token: server.key, agent_id: agentId, sample_rate: String(RATE), ...extra }), RATE);
-}
-
-async function conversation(callId: string): Promise<any> {
-  // The record is written right after the socket closes.
-  for (let i = 0; i < 50; i++) {
-    const res = await server.request('GET', `${A}/conversation/${callId}`);
-    if (res.status === 200 && res.body.data.status !== 'in_progress') return res.body.data;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('conversation record not completed');
 }
 
 beforeAll(async () => {
@@ -113,7 +103,7 @@ describe('agent WebSocket: a workflow conversation held offline', () => {
     expect(stt.status).toBe(200);
     expect(JSON.stringify(stt.body).toLowerCase()).toContain('pizza');
 
-    const call = await conversation(created.call_id as string);
+    const call = await endedCall(server, created.call_id as string);
     expect(call.status).toBe('completed');
     expect(call.endReason).toBe('ended');
     expect(call.type).toBe('webcall');
@@ -190,7 +180,7 @@ describe('agent WebSocket: barge-in', () => {
     expect(closed.reason).toBe('client_requested');
     await c.closed;
 
-    const call = await conversation(created.call_id as string);
+    const call = await endedCall(server, created.call_id as string);
     const agentTurns = call.transcript.filter((t: any) => t.role === 'agent');
     expect(agentTurns[0].interrupted).toBe(true);
     expect(agentTurns[0].content).toBe(cut.text);
@@ -269,7 +259,7 @@ describe('agent WebSocket: idle user, chat mode, tokens', () => {
     c.send({ type: 'input_text.send', text: 'goodbye' });
     const closed = await c.waitFor((f) => f.type === 'session.closed', 10_000);
     expect(closed.reason).toBe('ended');
-    const call = await conversation(created.call_id as string);
+    const call = await endedCall(server, created.call_id as string);
     expect(call.mode).toBe('chat');
     expect(call.variables.name).toBe('Ada');
     expect(call.transcript.map((t: any) => t.content)).toEqual(['Hi Ada! Pizza or pasta?', 'pasta please', 'Pasta is great today. Say goodbye when you are done.', 'goodbye', 'Goodbye!']);
@@ -305,7 +295,7 @@ describe('agent WebSocket: idle user, chat mode, tokens', () => {
     (c.ws as any)._socket.resume();
     await c.closed;
     // The server gave up on the stalled socket (its close frame may be lost behind the unread data) and says why.
-    const call = await conversation(created.call_id as string);
+    const call = await endedCall(server, created.call_id as string);
     expect(call.endReason).toBe('client_too_slow');
     expect(call.status).toBe('completed');
     // What reached the client is bounded: far less than the ~40 s of audio the agent had to say.

@@ -2,7 +2,7 @@
 // test calls of a draft during a config freeze; the demo workflow agent template.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshStore, startServer, type StoreEnv, type TestServer } from './support/server.js';
-import { AgentCaller, connectUrl, speech } from './support/agent-client.js';
+import { AgentCaller, connectUrl, endedCall, speech } from './support/agent-client.js';
 import { mainBranchId } from './support/agents.js';
 import { OpenAiMock, type MockRequest, type MockReply } from './support/openai-mock.js';
 
@@ -18,15 +18,6 @@ let server: TestServer;
 let mock: OpenAiMock;
 let llmBase: string;
 let script: (req: MockRequest) => MockReply = () => ({ text: 'Hello.' });
-
-async function conversation(callId: string): Promise<any> {
-  for (let i = 0; i < 50; i++) {
-    const res = await server.request('GET', `${A}/conversation/${callId}`);
-    if (res.status === 200 && res.body.data.status !== 'in_progress') return res.body.data;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('conversation record not completed');
-}
 
 async function singlePromptAgent(extra: Record<string, unknown> = {}): Promise<string> {
   const res = await server.request('POST', `${A}/agent`, {
@@ -96,7 +87,7 @@ describe('single-prompt agent over the agent WebSocket', () => {
 
     c.send({ type: 'session.close' });
     await c.closed;
-    const call = await conversation(created.call_id as string);
+    const call = await endedCall(server, created.call_id as string);
     expect(call.slmModelUsed).toBe('electron');
     expect(JSON.stringify(call)).not.toContain(LLM_KEY);
     const m = call.turnMetrics[0];
@@ -141,7 +132,7 @@ describe('single-prompt agent over the agent WebSocket', () => {
     expect((await c.agentTurn(mark)).text).toBe('Goodbye!');
     const closed = await c.waitFor((f) => f.type === 'session.closed', 10_000, mark);
     expect(closed.reason).toBe('ended');
-    const call = await conversation(created.call_id as string);
+    const call = await endedCall(server, created.call_id as string);
     expect(call.transcript.map((t: any) => t.content)).toEqual(['Where is my order 12345?', "Sorry, I can't do that right now.", 'Thanks, bye.', 'Goodbye!']);
   }, 60_000);
 
@@ -216,7 +207,7 @@ describe('test calls and the demo agent', () => {
     c.send({ type: 'input_text.send', text: 'anything' });
     expect((await c.agentTurn(mark)).text).toBe('Draft goodbye.');
     await c.closed;
-    const call = await conversation(session.call_id as string);
+    const call = await endedCall(server, session.call_id as string);
     expect(call.isTest).toBe(true);
     expect(call.configSource).toBe('draft');
   }, 30_000);

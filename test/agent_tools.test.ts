@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshStore, startServer, storeSql, type StoreEnv, type TestServer } from './support/server.js';
-import { AgentCaller, connectUrl } from './support/agent-client.js';
+import { AgentCaller, connectUrl, endedCall } from './support/agent-client.js';
 import { OpenAiMock, type MockRequest, type MockReply } from './support/openai-mock.js';
 
 const A = '/atoms/v1';
@@ -20,15 +20,6 @@ const crmRequests: { url: string; headers: Record<string, string | string[] | un
 let script: (req: MockRequest) => MockReply = () => ({ text: 'Hello.' });
 
 const lastMessage = (req: MockRequest) => (req.body.messages ?? []).at(-1) as { role: string; content: string | null; tool_call_id?: string };
-
-async function callRecord(callId: string): Promise<any> {
-  for (let i = 0; i < 50; i++) {
-    const res = await server.request('GET', `${A}/conversation/${callId}`);
-    if (res.status === 200 && res.body.data.status !== 'in_progress') return res.body.data;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('conversation record not completed');
-}
 
 async function agentWithTools(toolRefs: string[]): Promise<string> {
   const res = await server.request('POST', `${A}/agent`, {
@@ -107,7 +98,7 @@ describe('api_call tools in a call', () => {
     const offered = (mock.requests.find((r) => Array.isArray(r.body.tools))?.body.tools as any[]).find((t) => t.function.name === 'order_status');
     expect(offered.function.parameters).toMatchObject({ properties: { order_id: { type: 'string' } }, required: ['order_id'] });
 
-    const call = await callRecord(created.call_id as string);
+    const call = await endedCall(server, created.call_id as string);
     expect(call.variables.order_eta).toBe('Friday');
     // The secret appears nowhere but in the request to the API: not in frames, the call record, the store's call
     // and tool rows, the tool read, the model's requests or the server logs.

@@ -145,3 +145,13 @@ export class AgentCaller {
 export function connectUrl(server: TestServer, query: Record<string, string>): string {
   return `ws://127.0.0.1:${server.port}/atoms/v1/agent/connect?${new URLSearchParams(query).toString()}`;
 }
+
+/** `GET /conversation/{callId}` once the call has ended (its record is written just after the socket closes). */
+export async function endedCall(server: TestServer, callId: string): Promise<any> {
+  for (let i = 0; i < 50; i++) {
+    const res = await server.request('GET', `/atoms/v1/conversation/${callId}`);
+    if (res.status === 200 && res.body.data.status !== 'in_progress') return res.body.data;
+    await sleep(100);
+  }
+  throw new Error(`conversation ${callId} did not end`);
+}
