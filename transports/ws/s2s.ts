@@ -13,7 +13,7 @@
 //   Audio before `session.configured` is dropped without validation or reply.
 // - Voices: the model's own voice table plus the documented default `sterling` (accepted on every model). Anything
 //   else -> `error` invalid_request_error, param `session.configure.session.voice` (the spec's side of the
-//   inconsistency). Hydra names map to a fixed Flite voice (S2S_VOICES below): female-sounding names -> slt (our only
+//   inconsistency). Hydra names map to a fixed Flite voice (S2S_VOICES in s2s-protocol.ts): female-sounding names -> slt (our only
 //   female voice), male and neutral names spread over rms / kal16 / awb / kal.
 // - Instructions are the system prompt verbatim (no `{{variable}}` rendering). Tools become functions of the model;
 //   `session.update` replaces the list in place (the brain reads it at every request). A patch equal to the current
@@ -48,7 +48,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { LlmBrain, type LlmBrainOptions } from '../../engine/agent/brains/llm.js';
 import { AgentSession, type SessionEvent } from '../../engine/agent/session.js';
-import type { AgentSpec, BrainContext, BrainEvent, FunctionTool, LlmEndpoint, ToolCall } from '../../engine/agent/types.js';
+import type { BrainContext, BrainEvent, FunctionTool, LlmEndpoint, ToolCall } from '../../engine/agent/types.js';
 import { encodeLinear16 } from '../../engine/audio/codecs.js';
 import type { ModelRegistry } from '../../engine/models/registry.js';
 import { DEFAULT_LLM_SETTING } from '../calls/brains.js';
@@ -56,33 +56,7 @@ import { inferenceError } from '../http/auth.js';
 import type { HttpServer } from '../http/server.js';
 import type { HttpRequest } from '../http/types.js';
 import { wsRoute, type WsConnection, type WsSession } from './endpoint.js';
-
-export const S2S_MODELS = ['hydra-v1.1', 'hydra-v1.0', 'hydra'] as const;
-type S2sModel = (typeof S2S_MODELS)[number];
-const CURRENT_MODEL: S2sModel = 'hydra-v1.1';
-const DEFAULT_VOICE = 'sterling';
-
-/** Hydra voice name -> built-in Flite voice, per model. */
-export const S2S_VOICES: Record<S2sModel, Record<string, string>> = {
-  'hydra-v1.1': { zoe: 'slt', maya: 'slt', elena: 'slt', ivy: 'slt', grace: 'slt', aria: 'slt', alex: 'rms', leo: 'kal16', sam: 'awb', kai: 'rms' },
-  'hydra-v1.0': {
-    vaughn: 'rms',
-    brooks: 'kal16',
-    cole: 'awb',
-    hayes: 'rms',
-    pierce: 'kal16',
-    sterling: 'rms',
-    ellis: 'awb',
-    lane: 'slt',
-    quinn: 'slt',
-    arden: 'kal16',
-    rowan: 'awb',
-    blair: 'slt',
-    emery: 'slt',
-    sawyer: 'kal',
-  },
-  hydra: { wren: 'slt', sloane: 'slt', marlowe: 'slt', reed: 'rms', knox: 'kal16', tate: 'awb' },
-};
+import { CURRENT_MODEL, DEFAULT_VOICE, S2S_MODELS, S2S_VOICES, isObject, parseTools, s2sSpec, toFunction, tokens, words, type S2sModel, type WireTool } from './s2s-protocol.js';
 
 const IN_RATE = 16000;
 const OUT_RATE = 48000;
@@ -93,11 +67,8 @@ const MAX_BUFFER_SECONDS = 3;
 const PING_MS = 2000;
 const STALL_MS = 8000;
 const IDLE_MS = 30_000;
-const SESSION_TIMEOUT_SECONDS = 1800;
 const DEFAULT_TOOL_TIMEOUT_MS = 15_000;
 const DEFAULT_MAX_SESSIONS = 32;
-const MAX_TOOLS = 128;
-const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 /** The message AgentSession reports when the inference queue refused its work. */
 const CAPACITY_MESSAGE = 'The server is at capacity';
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -134,13 +105,6 @@ function prepare(req: HttpRequest, deps: S2sDeps): S2sModel {
 }
 
 // ------------------------------------------------------------------------------------------------------------------
-interface WireTool {
-  type: 'function';
-  name: string;
-  description?: string;
-  parameters?: Record<string, unknown>;
-}
-
 interface Applied {
   instructions: string;
   voice: string;
@@ -234,67 +198,6 @@ class S2sBrain extends LlmBrain {
     }
     return body;
   }
-}
-
-const words = (t: string): string[] => t.split(/\s+/).filter(Boolean);
-const tokens = (chars: number): number => Math.ceil(chars / 4);
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-type Problem = { param: string; message: string };
-
-/** Validates a `tools` array; `strict` refuses unknown keys in a tool (session.update). */
-function parseTools(raw: unknown, param: string, strict: boolean): WireTool[] | Problem {
-  if (!Array.isArray(raw)) return { param, message: `${param} must be an array` };
-  if (raw.length > MAX_TOOLS) return { param, message: `${param}: at most ${MAX_TOOLS} tools` };
-  const out: WireTool[] = [];
-  const names = new Set<string>();
-  for (const [i, t] of raw.entries()) {
-    const at = `${param}[${i}]`;
-    if (!isObject(t)) return { param: at, message: `${at} must be an object` };
-    if (strict) {
-      const extra = Object.keys(t).find((k) => !['type', 'name', 'description', 'parameters'].includes(k));
-      if (extra) return { param: `${at}.${extra}`, message: `${at}: unknown field "${extra}"` };
-    }
-    if (t.type !== 'function') return { param: `${at}.type`, message: `${at}.type must be "function"` };
-    if (typeof t.name !== 'string' || !TOOL_NAME.test(t.name)) return { param: `${at}.name`, message: `${at}.name must be 1-64 characters of letters, digits, _ or -` };
-    if (names.has(t.name)) return { param: `${at}.name`, message: `${at}.name: "${t.name}" is defined twice` };
-    names.add(t.name);
-    if (t.description !== undefined && typeof t.description !== 'string') return { param: `${at}.description`, message: `${at}.description must be a string` };
-    if (t.parameters !== undefined && !isObject(t.parameters)) return { param: `${at}.parameters`, message: `${at}.parameters must be a JSON Schema object` };
-    out.push({
-      type: 'function',
-      name: t.name,
-      ...(t.description !== undefined ? { description: t.description as string } : {}),
-      ...(t.parameters !== undefined ? { parameters: t.parameters as Record<string, unknown> } : {}),
-    });
-  }
-  return out;
-}
-
-const toFunction = (t: WireTool): FunctionTool => ({ name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), ...(t.parameters ? { parameters: t.parameters } : {}) });
-
-function s2sSpec(voiceId: string, instructions: string): AgentSpec {
-  return {
-    agentId: 's2s',
-    workflowType: 'single_prompt',
-    prompt: instructions,
-    tools: [],
-    voiceId,
-    speed: 1,
-    languageDefault: 'en',
-    languagesSupported: ['en'],
-    timezone: 'UTC',
-    defaultVariables: {},
-    allowInterruptions: true,
-    // The session never opens by itself: generate_initial_response asks for a reply explicitly.
-    waitForUserToSpeakFirst: true,
-    interruptionBackoffSeconds: 0,
-    vad: { confidence: 0.5, minVolume: 0, triggerTimeInSecs: 0.25, releaseTimeInSecs: 0.8 },
-    endpointing: { minDelayMs: 400, maxDelayMs: 3000 },
-    // 0 disables the engine's idle reprompts; the socket has its own idle close.
-    idle: { chatSeconds: 0, webcallSeconds: 0, telephonySeconds: 0, maxRetries: 0 },
-    sessionTimeoutSeconds: SESSION_TIMEOUT_SECONDS,
-  };
 }
 
 class S2sConnection implements WsSession {
