@@ -34,7 +34,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { decodeLinear16 } from '../engine/audio/codecs.js';
-import { AgentCaller, connectUrl, speech, type Frame } from '../test/support/agent-client.js';
+import { AgentCaller, connectUrl, endedCall, speech, type Frame } from '../test/support/agent-client.js';
 import { ROOT, freshStore, startServer, type StoreEnv, type TestServer } from '../test/support/server.js';
 import { printTable, resultPath, quantile, procCpuSeconds } from './lib/report.js';
 import type { TurnMetrics } from '../engine/agent/session.js';
@@ -109,46 +109,6 @@ function cpuMeter(server: TestServer) {
 // ---------------------------------------------------------------------------------------------------------
 // Caller plumbing
 // ---------------------------------------------------------------------------------------------------------
-/** Resolves with the first frame at index >= `after` matching `pred` (event-driven; no polling). */
-function waitFrame(c: AgentCaller, pred: (f: Frame) => boolean, after: number, timeoutMs: number, what: string): Promise<Frame> {
-  return new Promise((resolve, reject) => {
-    let i = after;
-    const scan = () => {
-      for (; i < c.frames.length; i++) if (pred(c.frames[i] as Frame)) return c.frames[i] as Frame;
-      return null;
-    };
-    const hit = scan();
-    if (hit) return resolve(hit);
-    const fail = (why: string) => new Error(`${what}: ${why}; last frames: ${c.summary().slice(-400)}`);
-    if (c.closeCode !== null) return reject(fail(`socket closed (${c.closeCode} ${c.closeReason})`));
-    const done = () => {
-      clearTimeout(timer);
-      c.ws.off('message', onMsg);
-      c.ws.off('close', onClose);
-    };
-    // AgentCaller's own listener was added first, so the frame is already in c.frames here.
-    const onMsg = () => {
-      const f = scan();
-      if (f) {
-        done();
-        resolve(f);
-      }
-    };
-    const onClose = () =>
-      setImmediate(() => {
-        const f = scan();
-        done();
-        if (f) resolve(f);
-        else reject(fail(`socket closed (${c.closeCode} ${c.closeReason})`));
-      });
-    const timer = setTimeout(() => {
-      done();
-      reject(fail(`timed out after ${timeoutMs} ms`));
-    }, timeoutMs);
-    c.ws.on('message', onMsg);
-    c.ws.once('close', onClose);
-  });
-}
 
 const isAssistantFinal = (f: Frame) => f.type === 'transcript' && f.role === 'assistant';
 /** Decoded byte length of a base64 string. */
@@ -164,15 +124,6 @@ async function closeCaller(c: AgentCaller): Promise<void> {
     await Promise.race([c.closed, sleep(10_000)]);
   }
   c.close();
-}
-
-async function conversation(server: TestServer, callId: string): Promise<any> {
-  for (let i = 0; i < 100; i++) {
-    const res = await server.request('GET', `${A}/conversation/${callId}`);
-    if (res.status === 200 && res.body.data.status !== 'in_progress') return res.body.data;
-    await sleep(100);
-  }
-  throw new Error(`conversation ${callId}: record not completed within 10 s`);
 }
 
 /** End of the last 20 ms frame above -45 dBFS, in samples. */
@@ -269,16 +220,16 @@ async function voiceCaller(server: TestServer, agentId: string, speechSet: Speec
   c.ws.on('error', () => undefined);
   try {
     await c.opened;
-    const created = await waitFrame(c, (f) => f.type === 'session.created', 0, 15_000, 'session.created');
+    const created = await c.nextFrame((f) => f.type === 'session.created', 0, 15_000, 'session.created');
     out.callId = created.call_id as string;
     c.startMic();
-    await waitFrame(c, isAssistantFinal, 0, 60_000, 'opening');
+    await c.nextFrame(isAssistantFinal, 0, 60_000, 'opening');
     for (let k = 0; k < turns; k++) {
       const s = speechSet[(index + k) % speechSet.length] as Speech;
       const mark = c.frames.length;
       await c.say(s.pcm);
       const spokenAt = performance.now();
-      await waitFrame(c, isAssistantFinal, mark, 60_000, `reply ${k + 1}`);
+      await c.nextFrame(isAssistantFinal, mark, 60_000, `reply ${k + 1}`);
       const firstAudio = c.frames.slice(mark).find((f) => f.type === 'output_audio.delta');
       if (firstAudio) out.clientE2eMs.push(r1(firstAudio.at - spokenAt));
       out.turnsDone++;
@@ -295,7 +246,7 @@ async function voiceCaller(server: TestServer, agentId: string, speechSet: Speec
   out.errorFrames = c.of('error').map((f) => `${f.code}: ${f.message}`);
   if (out.callId) {
     try {
-      const call = await conversation(server, out.callId);
+      const call = await endedCall(server, out.callId);
       out.metrics = (call.turnMetrics ?? []) as ServerTurnMetrics[];
     } catch (err) {
       out.error ??= err instanceof Error ? err.message : String(err);
@@ -407,16 +358,16 @@ async function chatCaller(server: TestServer, agentId: string, index: number, tu
   c.ws.on('error', () => undefined);
   try {
     await c.opened;
-    const created = await waitFrame(c, (f) => f.type === 'session.created', 0, 15_000, 'session.created');
+    const created = await c.nextFrame((f) => f.type === 'session.created', 0, 15_000, 'session.created');
     out.callId = created.call_id as string;
-    await waitFrame(c, isAssistantFinal, 0, 15_000, 'opening');
+    await c.nextFrame(isAssistantFinal, 0, 15_000, 'opening');
     for (let k = 0; k < turns; k++) {
       // ~1 s apart, spread so the callers do not send in lock-step.
       await sleep(PAUSE_MS * (0.5 + (((index * 7 + k * 13) % 11) / 10)));
       const mark = c.frames.length;
       const t0 = performance.now();
       c.send({ type: 'input_text.send', text: CALLER_SENTENCES[(index + k) % CALLER_SENTENCES.length] });
-      const reply = await waitFrame(c, isAssistantFinal, mark, 15_000, `chat reply ${k + 1}`);
+      const reply = await c.nextFrame(isAssistantFinal, mark, 15_000, `chat reply ${k + 1}`);
       out.replyMs.push(Math.round((reply.at - t0) * 100) / 100);
     }
   } catch (err) {
@@ -426,7 +377,7 @@ async function chatCaller(server: TestServer, agentId: string, index: number, tu
   }
   if (out.callId) {
     try {
-      await conversation(server, out.callId);
+      await endedCall(server, out.callId);
     } catch (err) {
       out.error ??= err instanceof Error ? err.message : String(err);
     }

@@ -279,43 +279,6 @@ async function directBatch(db: Store['db'], server: TestServer, orgId: string, a
   return b;
 }
 
-/** Resolves with the first frame at index >= `after` matching `pred` (event-driven). */
-function nextFrame(c: AgentCaller, pred: (f: Frame) => boolean, after: number, timeoutMs: number, what: string): Promise<Frame> {
-  return new Promise((resolve, reject) => {
-    let i = after;
-    const scan = () => {
-      for (; i < c.frames.length; i++) if (pred(c.frames[i] as Frame)) return c.frames[i] as Frame;
-      return null;
-    };
-    const hit = scan();
-    if (hit) return resolve(hit);
-    const done = () => {
-      clearTimeout(timer);
-      c.ws.off('message', onMsg);
-      c.ws.off('close', onClose);
-    };
-    const onMsg = () => {
-      const f = scan();
-      if (f) {
-        done();
-        resolve(f);
-      }
-    };
-    const onClose = () =>
-      setImmediate(() => {
-        const f = scan();
-        done();
-        if (f) resolve(f);
-        else reject(new Error(`${what}: socket closed (${c.closeCode}); frames: ${c.summary().slice(-300)}`));
-      });
-    const timer = setTimeout(() => {
-      done();
-      reject(new Error(`${what}: timed out after ${timeoutMs} ms; frames: ${c.summary().slice(-300)}`));
-    }, timeoutMs);
-    c.ws.on('message', onMsg);
-    c.ws.once('close', onClose);
-  });
-}
 const isAssistantFinal = (f: Frame) => f.type === 'transcript' && f.role === 'assistant';
 
 async function oneCall(server: TestServer, agentId: string): Promise<void> {
@@ -323,10 +286,10 @@ async function oneCall(server: TestServer, agentId: string): Promise<void> {
   c.ws.on('error', () => undefined);
   try {
     await c.opened;
-    await nextFrame(c, isAssistantFinal, 0, 15_000, 'opening');
+    await c.nextFrame(isAssistantFinal, 0, 15_000, 'opening');
     const mark = c.frames.length;
     c.send({ type: 'input_text.send', text: 'yes please' });
-    await nextFrame(c, (f) => f.type === 'session.closed', mark, 15_000, 'end_call');
+    await c.nextFrame((f) => f.type === 'session.closed', mark, 15_000, 'end_call');
     await Promise.race([c.closed, sleep(5000)]);
   } finally {
     c.close();
@@ -422,7 +385,7 @@ async function toolSession(server: TestServer, mock: OpenAiMock, agentId: string
   c.ws.on('error', () => undefined);
   try {
     await c.opened;
-    await nextFrame(c, isAssistantFinal, 0, 15_000, 'opening');
+    await c.nextFrame(isAssistantFinal, 0, 15_000, 'opening');
     for (const variant of turns) {
       await sleep(20);
       const mark = c.frames.length;
@@ -430,7 +393,7 @@ async function toolSession(server: TestServer, mock: OpenAiMock, agentId: string
       cur = rec;
       rec.t0 = performance.now();
       c.send({ type: 'input_text.send', text: variant === 'tool' ? TOOL_ASK : PLAIN_ASK });
-      const reply = await nextFrame(c, isAssistantFinal, mark, 15_000, `${variant} turn`);
+      const reply = await c.nextFrame(isAssistantFinal, mark, 15_000, `${variant} turn`);
       rec.replyAt = reply.at;
       cur = null;
       const expect = variant === 'tool' ? /shipped/ : /nine to five/;

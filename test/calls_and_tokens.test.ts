@@ -3,10 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { createOrgKey, freshStore, startServer, storeSql, testDialects, type StoreEnv } from './support/server.js';
+import { createOrgKey, freshStore, startServer, storeSql, testDialects, type StoreEnv, withStore } from './support/server.js';
 import { serverForSuite } from './support/suite.js';
 import { A, LEAKY_PROMPT, agentWithMain, commit, createAgent, publish, putDraft } from './support/agents.js';
-import { openStore, type Db } from '../control-plane/store/db.js';
+import { openStore } from '../control-plane/store/db.js';
 import { consumeCallToken } from '../control-plane/calls/call-tokens.js';
 import { callTargetOfClaims, resolveCallConfig } from '../control-plane/calls/call-config.js';
 import { createCall, newCallId, updateCall } from '../control-plane/calls/calls.js';
@@ -14,15 +14,6 @@ import { SecretVault, parseMasterKey } from '../control-plane/secrets/vault.js';
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 const TOKEN = /^wct_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-
-async function withStore<T>(store: StoreEnv, fn: (db: Db) => Promise<T>): Promise<T> {
-  const opened = await openStore({ dataDir: store.dataDir, databaseUrl: store.env.DATABASE_URL, pgSchema: store.env.DATABASE_SCHEMA });
-  try {
-    return await fn(opened.db);
-  } finally {
-    await opened.close();
-  }
-}
 
 async function orgOf(store: StoreEnv, agentId: string): Promise<string> {
   return (await storeSql(store, 'SELECT org_id FROM agents WHERE id = $1', [agentId]))[0]!.org_id as string;

@@ -1,23 +1,13 @@
 // Tool library: validation naming each field, defaults, ids, per-org names, access, merge updates, delete guarded by toolRefs, resolution.
 import { describe, expect, it } from 'vitest';
-import { createOrgKey, testDialects, type StoreEnv } from './support/server.js';
+import { createOrgKey, testDialects, type StoreEnv, withStore } from './support/server.js';
 import { serverForSuite } from './support/suite.js';
 import { A, commit, createAgent, mainBranchId, putDraft } from './support/agents.js';
-import { openStore, type Db } from '../control-plane/store/db.js';
 import { resolveAgentTools, stripAuth } from '../control-plane/tools/tools.js';
 
 const TOOL_ID = /^tool_[a-z0-9]{24}$/;
 let seq = 0;
 const uniq = (prefix: string) => `${prefix}_${++seq}_${Date.now().toString(36)}`;
-
-async function withStore<T>(store: StoreEnv, fn: (db: Db) => Promise<T>): Promise<T> {
-  const opened = await openStore({ dataDir: store.dataDir, databaseUrl: store.env.DATABASE_URL, pgSchema: store.env.DATABASE_SCHEMA });
-  try {
-    return await fn(opened.db);
-  } finally {
-    await opened.close();
-  }
-}
 
 const apiCall = (over: Record<string, unknown> = {}) => ({
   type: 'api_call',

@@ -4,10 +4,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { freshStore, startServer, storeSql, createOrgKey, sleep, testDialects, type StoreEnv, type TestServer } from './support/server.js';
+import { freshStore, startServer, storeSql, createOrgKey, sleep, testDialects, type StoreEnv, type TestServer, withStore } from './support/server.js';
 import { serverForSuite } from './support/suite.js';
 import { A, createAgent } from './support/agents.js';
-import { openStore, type Db } from '../control-plane/store/db.js';
 import { newCallId } from '../control-plane/calls/calls.js';
 import { enqueueEvent, type CallEvent } from '../control-plane/webhooks/outbox.js';
 
@@ -87,15 +86,6 @@ async function closedPort(): Promise<number> {
   const port = (s.address() as AddressInfo).port;
   await new Promise<void>((r) => s.close(() => r()));
   return port;
-}
-
-async function withStore<T>(store: StoreEnv, fn: (db: Db) => Promise<T>): Promise<T> {
-  const opened = await openStore({ dataDir: store.dataDir, databaseUrl: store.env.DATABASE_URL, pgSchema: store.env.DATABASE_SCHEMA });
-  try {
-    return await fn(opened.db);
-  } finally {
-    await opened.close();
-  }
 }
 
 /** Queues events the way the call runtime does: in one transaction on the shared store (as another process would). */

@@ -7,6 +7,7 @@ import { ApiError, badRequest, forbidden, locked, notFound } from '../errors.js'
 import { WORKFLOW_TYPES } from './config-schema.js';
 import { applyConfigPatch, defaultConfig, pickConfig, type AgentConfig, type BlockRefs } from './config.js';
 import { insertBranch, loadConfig, parseJson, storeBlocks } from './records.js';
+import { intParam } from '../query.js';
 
 export type AgentRow = Selectable<AgentsTable>;
 
@@ -192,14 +193,6 @@ export async function listAgents(db: Db, actor: Actor, query: URLSearchParams): 
   const agents = [];
   for (const row of rows) agents.push(agentSummary(row, await loadConfig(db, (await liveRefs(db, row)).refs)));
   return { agents, total };
-}
-
-function intParam(query: URLSearchParams, name: string, dflt: number, min: number, max: number): number {
-  const raw = query.get(name);
-  if (raw === null) return dflt;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) throw badRequest(`${name}: must be an integer from ${min} to ${max}`);
-  return n;
 }
 
 export async function updateAgent(db: Db, actor: Actor, agentId: string, body: unknown): Promise<void> {

@@ -6,14 +6,7 @@ import { loadAgent, resolvedConfig, type Actor, type AgentRow } from './agents.j
 import { liveHeadId, loadBranch } from './branches.js';
 import { draftDetail } from './drafts.js';
 import { loadConfig, revisionDto, type BranchRow, type RevisionRow } from './records.js';
-
-function intParam(query: URLSearchParams, name: string, dflt: number, min: number, max: number): number {
-  const raw = query.get(name);
-  if (raw === null) return dflt;
-  const n = Number(raw);
-  if (raw.trim() === '' || !Number.isInteger(n) || n < min || n > max) throw badRequest(`${name}: must be an integer from ${min} to ${max}`);
-  return n;
-}
+import { intParam } from '../query.js';
 
 export async function listRevisions(db: Db, actor: Actor, agentId: string, branchId: string, query: URLSearchParams): Promise<Record<string, unknown>> {
   const limit = intParam(query, 'limit', 20, 1, 100);

@@ -8,6 +8,7 @@ import { badRequest, forbidden, notFound } from '../errors.js';
 import { loadAgent, type Actor } from '../agents/agents.js';
 import { parseJson } from '../agents/records.js';
 import { recordingIdentifier } from '../recordings/object-store.js';
+import { intParam } from '../query.js';
 
 export type CallRow = Selectable<CallsTable>;
 export type CallStatus = 'pending' | 'in_progress' | 'in_queue' | 'processing' | 'active' | 'completed' | 'failed' | 'no_answer' | 'cancelled';
@@ -222,12 +223,4 @@ export function turnLatencyMetrics(metrics: CallMetrics | null, fallbackProcesse
     transitions: timed.map(({ t, turn }) => ({ turn, user_end: t.userEnd ?? null, bot_start: t.botStart ?? null, latency: t.e2eMs })),
     processedAt: metrics.processedAt ?? fallbackProcessedAt,
   };
-}
-
-function intParam(query: URLSearchParams, name: string, dflt: number, min: number, max: number): number {
-  const raw = query.get(name);
-  if (raw === null) return dflt;
-  const n = Number(raw);
-  if (raw.trim() === '' || !Number.isInteger(n) || n < min || n > max) throw badRequest(`${name}: must be an integer from ${min} to ${max}`);
-  return n;
 }

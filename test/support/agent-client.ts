@@ -107,6 +107,50 @@ export class AgentCaller {
     }
   }
 
+  /**
+   * Resolves with the first frame at index >= `after` matching `pred`, event-driven (no polling: for benches with
+   * many callers). Rejects on timeout or when the socket closes first, naming `what`.
+   */
+  nextFrame(pred: (f: Frame) => boolean, after: number, timeoutMs: number, what: string): Promise<Frame> {
+    return new Promise((resolve, reject) => {
+      let i = after;
+      const scan = () => {
+        for (; i < this.frames.length; i++) if (pred(this.frames[i] as Frame)) return this.frames[i] as Frame;
+        return null;
+      };
+      const hit = scan();
+      if (hit) return resolve(hit);
+      const fail = (why: string) => new Error(`${what}: ${why}; last frames: ${this.summary().slice(-400)}`);
+      if (this.closeCode !== null) return reject(fail(`socket closed (${this.closeCode} ${this.closeReason})`));
+      const done = () => {
+        clearTimeout(timer);
+        this.ws.off('message', onMsg);
+        this.ws.off('close', onClose);
+      };
+      // The constructor's listener was added first, so the frame is already in this.frames here.
+      const onMsg = () => {
+        const f = scan();
+        if (f) {
+          done();
+          resolve(f);
+        }
+      };
+      const onClose = () =>
+        setImmediate(() => {
+          const f = scan();
+          done();
+          if (f) resolve(f);
+          else reject(fail(`socket closed (${this.closeCode} ${this.closeReason})`));
+        });
+      const timer = setTimeout(() => {
+        done();
+        reject(fail(`timed out after ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.ws.on('message', onMsg);
+      this.ws.once('close', onClose);
+    });
+  }
+
   /** Waits for the agent's next complete turn (its final assistant transcript) after frame index `after`. */
   async agentTurn(after = this.frames.length, timeoutMs = 30_000): Promise<Frame> {
     return this.waitFor((f) => f.type === 'transcript' && f.role === 'assistant', timeoutMs, after);
@@ -148,7 +192,7 @@ export function connectUrl(server: TestServer, query: Record<string, string>): s
 
 /** `GET /conversation/{callId}` once the call has ended (its record is written just after the socket closes). */
 export async function endedCall(server: TestServer, callId: string): Promise<any> {
-  for (let i = 0; i < 50; i++) {
+  for (let i = 0; i < 100; i++) {
     const res = await server.request('GET', `/atoms/v1/conversation/${callId}`);
     if (res.status === 200 && res.body.data.status !== 'in_progress') return res.body.data;
     await sleep(100);

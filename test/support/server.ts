@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import pg from 'pg';
 import Database from 'better-sqlite3';
+import { openStore, type Db } from '../../control-plane/store/db.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 export const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -186,5 +187,15 @@ export async function storeSql(store: StoreEnv, statement: string, params: unkno
     return (await client.query(statement, params)).rows as Record<string, unknown>[];
   } finally {
     await client.end();
+  }
+}
+
+/** Runs `fn` on a store connection of its own to the same store as a server (closed afterwards). */
+export async function withStore<T>(store: StoreEnv, fn: (db: Db) => Promise<T>): Promise<T> {
+  const opened = await openStore({ dataDir: store.dataDir, databaseUrl: store.env.DATABASE_URL, pgSchema: store.env.DATABASE_SCHEMA });
+  try {
+    return await fn(opened.db);
+  } finally {
+    await opened.close();
   }
 }
