@@ -15,7 +15,8 @@
 // BENCH_PROMPTS (only these names, comma-separated), BENCH_CONCURRENCY (sockets, default 6: keeps the default run
 // near 15 min on 2 cores; latency depends on it), BENCH_POST_CONCURRENCY (default 2 = the server's inference slots),
 // BENCH_LATENCY_N (default 40; 0 skips), BENCH_SILENCE_MS (default 1000), BENCH_EOU_MS (optional eou_timeout_ms),
-// BENCH_PARTS (default raw,post,ws1,ws: which parts run).
+// BENCH_PARTS (default raw,post,ws1,ws: which parts run), BENCH_BEAMS (default 5: the raw model and PARLEY_STT_BEAMS;
+// BENCH_LIVE_BEAMS (default 1: PARLEY_STT_LIVE_BEAMS, the server default).
 import { intEnv, stopAndCollectProblems } from './lib/harness.js';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -36,7 +37,11 @@ const CHUNK_MS = 20;
 const SHORT_S = 5;
 const GOAL_LATENCY_P50_MS = 300;
 const GOAL_STREAM_VS_BATCH_POINTS = 1;
-const SERVER_ENV = { PARLEY_WARM_MODELS: 'true', PARLEY_RATE_LIMIT_PER_MINUTE: '1000000', PARLEY_INFERENCE_QUEUE: '64' };
+/** Beam width for the raw model and for the server's whole-file path (its default is 5; live stays greedy). */
+const BEAMS = intEnv('BENCH_BEAMS', 5, 1);
+/** Beam width for live recognition (server default 1, greedy). */
+const LIVE_BEAMS = intEnv('BENCH_LIVE_BEAMS', 1, 1);
+const SERVER_ENV = { PARLEY_WARM_MODELS: 'true', PARLEY_RATE_LIMIT_PER_MINUTE: '1000000', PARLEY_INFERENCE_QUEUE: '64', PARLEY_STT_BEAMS: String(BEAMS), PARLEY_STT_LIVE_BEAMS: String(LIVE_BEAMS) };
 
 const CONCURRENCY = intEnv('BENCH_CONCURRENCY', 6, 1);
 const POST_CONCURRENCY = intEnv('BENCH_POST_CONCURRENCY', 2, 1);
@@ -144,14 +149,14 @@ async function runRaw(prompts: Prompt[], files: AsteriskPrompt[]): Promise<{ res
   const loadMs = performance.now() - t0;
   try {
     const first = files[0];
-    if (first) await rec.transcribe(loadPrompt16k(first.file)); // warm-up
+    if (first) await rec.transcribe(loadPrompt16k(first.file), { beams: BEAMS }); // warm-up
     const results: RawResult[] = [];
     for (const [i, f] of files.entries()) {
       const audio = loadPrompt16k(f.file);
       const t = performance.now();
       const texts: string[] = [];
       const pieces = splitAtPauses(audio, WHISPER_MAX_SAMPLES);
-      for (const piece of pieces) texts.push((await rec.transcribe(piece)).text);
+      for (const piece of pieces) texts.push((await rec.transcribe(piece, { beams: BEAMS })).text);
       results.push({ hypothesis: texts.join(' ').trim(), ms: performance.now() - t, pieces: pieces.length });
       every(100, prompts.length, 'raw')(i + 1);
     }
@@ -473,7 +478,7 @@ let failure: string | null = null;
 
 try {
   if (PARTS.has('raw')) {
-    log(`raw model: ${prompts.length} prompts in this process (intraOpNumThreads 2, greedy)`);
+    log(`raw model: ${prompts.length} prompts in this process (intraOpNumThreads 2, beams ${BEAMS})`);
     const t = performance.now();
     const r = await runRaw(prompts, files);
     wall.raw = (performance.now() - t) / 1000;
@@ -727,7 +732,7 @@ const result = {
     chunkMs: CHUNK_MS,
     trailingSilenceMs: SILENCE_MS,
     eouTimeoutMs: EOU_MS ?? null,
-    raw: 'WhisperRecognizer.load (intraOpNumThreads 2, greedy), loadPrompt16k + splitAtPauses(30 s), as bench/stt-wer-raw.ts',
+    raw: `WhisperRecognizer.load (intraOpNumThreads 2, beams ${BEAMS}), loadPrompt16k + splitAtPauses(30 s), as bench/stt-wer-raw.ts`,
     post: 'POST /waves/v1/stt/?model=pulse&language=en, original WAV bytes, content-type audio/wav, 503 retried after 500 ms',
     ws: 'WSS /waves/v1/stt/live?model=pulse&language=en&sample_rate=8000&encoding=linear16; 20 ms linear16 chunks at real-time pace (drift-corrected), then silence, then close_stream; hypothesis = non-empty finals joined',
     latency: 'last audio chunk sent -> first non-empty final arriving after it; speechEnd variant from the chunk holding the last frame above -45 dBFS',

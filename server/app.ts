@@ -89,6 +89,9 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
     concurrency: settings.inferenceConcurrency,
     maxWaiting: settings.inferenceQueue,
     synthesisWorkers: settings.inferenceConcurrency,
+    sttBeams: settings.sttBeams,
+    sttLiveBeams: settings.sttLiveBeams,
+    sttThreads: settings.sttThreads,
   });
   const started = Date.now();
   await registry.init(settings.warmModels);

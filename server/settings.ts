@@ -21,6 +21,11 @@ export interface Settings {
   inferenceQueue: number;
   sttMaxBytes: number;
   sttMaxSeconds: number;
+  /** Whisper beam width for whole-file recognition (POST /stt/, get_text) and for live finals. */
+  sttBeams: number;
+  sttLiveBeams: number;
+  /** Threads inside each recognizer worker. */
+  sttThreads: number;
   bootstrapKey?: string;
   keyCacheMs: number;
   scanBudgetMs: number;
@@ -95,6 +100,9 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     inferenceQueue: int(env, 'PARLEY_INFERENCE_QUEUE', 16, 0),
     sttMaxBytes: int(env, 'PARLEY_STT_MAX_BYTES', 64 * 1024 * 1024, 1024),
     sttMaxSeconds: int(env, 'PARLEY_STT_MAX_SECONDS', 600, 1),
+    sttBeams: int(env, 'PARLEY_STT_BEAMS', 5, 1),
+    sttLiveBeams: int(env, 'PARLEY_STT_LIVE_BEAMS', 1, 1),
+    sttThreads: int(env, 'PARLEY_STT_THREADS', 2, 1),
     bootstrapKey: env.PARLEY_BOOTSTRAP_KEY || undefined,
     keyCacheMs: int(env, 'PARLEY_KEY_CACHE_MS', 3000, 0),
     scanBudgetMs: int(env, 'PARLEY_SCAN_BUDGET_MS', 200, 0),

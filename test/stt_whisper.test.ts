@@ -142,6 +142,20 @@ describe('word error rate helpers', () => {
     expect(normalizeWords("Don't", 'plain')).toEqual(['dont']);
   });
 
+  it('reads dates, clock times, long digit runs and titles as they are said', () => {
+    expect(normalizeWords('due on March 3')).toEqual(normalizeWords('due on March 3rd'));
+    expect(normalizeWords('due on March 3')).toEqual(['due', 'on', 'march', 'third']);
+    expect(normalizeWords('at 3.15 today')).toEqual(normalizeWords('at 3:15 today'));
+    // a decimal is still a decimal where no time preposition comes before it
+    expect(normalizeWords('rose 3.15 percent')).toEqual(['rose', 'three', 'point', 'one', 'five', 'percent']);
+    expect(normalizeWords('order 48213')).toEqual(['order', 'four', 'eight', 'two', 'one', 'three']);
+    expect(normalizeWords('is 75391, thanks')).toEqual(normalizeWords('is 75391. Thanks'));
+    expect(normalizeWords('45,000 miles')).toEqual(['forty', 'five', 'thousand', 'miles']);
+    expect(normalizeWords('Dr. Patel')).toEqual(normalizeWords('Doctor Patel'));
+    // a wrong number stays an error
+    expect(wer(scoreText('at 2:30 in the afternoon', 'at 230 in the afternoon'))).toBeGreaterThan(0);
+  });
+
   it('counts substitutions, deletions and insertions', () => {
     expect(scoreText('call forwarding', 'call for reading')).toEqual({ substitutions: 1, deletions: 0, insertions: 1, refWords: 2 });
     expect(wer(scoreText('a b c d', 'a c d'))).toBe(0.25);

@@ -7,6 +7,15 @@ describe('splitPhrases', () => {
     expect(splitPhrases('Hello there. The total is 3.5 dollars! Shall I book it? Yes')).toEqual(['Hello there.', 'The total is 3.5 dollars!', 'Shall I book it?', 'Yes']);
   });
 
+  it('does not end a sentence at the period of an abbreviation', () => {
+    expect(splitPhrases('Your appointment with Dr. Patel is at 2:30. Your address is Apt. 4 on Elm St. Call me.')).toEqual([
+      'Your appointment with Dr. Patel is at 2:30.',
+      'Your address is Apt. 4 on Elm St. Call me.',
+    ]);
+    // "No." ends a sentence unless a number follows
+    expect(splitPhrases('No. It is No. 5 on the list.')).toEqual(['No.', 'It is No. 5 on the list.']);
+  });
+
   it('cuts a long first sentence early at a soft break so speech starts sooner', () => {
     const phrases = splitPhrases('Thank you for calling the Northside dental clinic, my name is Ava and I can help you book an appointment today.');
     expect(phrases[0]).toBe('Thank you for calling the Northside dental clinic,');

@@ -49,7 +49,14 @@ const SYMBOL_WORDS: Array<[RegExp, string]> = [
   [/\+/g, ' plus '],
   [/=/g, ' equals '],
 ];
-const SPELLINGS: Record<string, string> = { ok: 'okay', thru: 'through', mr: 'mister', mrs: 'missus', cannot: 'can not' };
+const SPELLINGS: Record<string, string> = {
+  ok: 'okay', thru: 'through', mr: 'mister', mrs: 'missus', dr: 'doctor', cannot: 'can not',
+};
+const MONTHS = 'january|february|march|april|may|june|july|august|september|october|november|december';
+/** A day number after a month name is said as an ordinal: "March 3" and "March 3rd" both read "march third". */
+const MONTH_DAY = new RegExp(`\\b(${MONTHS}) (\\d{1,2})(?:st|nd|rd|th)?\\b`, 'g');
+/** A clock time written with a dot ("at 3.15", British style) reads as "3:15" after a time preposition. */
+const DOTTED_TIME = /\b(at|by|until|till|from|before|after|around|about) (\d{1,2})\.(\d\d)\b/g;
 /** Closed compounds written either way; both sides are split to the open form. */
 const COMPOUNDS: Record<string, string> = {
   voicemail: 'voice mail', mailbox: 'mail box', touchtone: 'touch tone', login: 'log in', logon: 'log on',
@@ -81,15 +88,22 @@ export function isNonSpeech(text: string): boolean {
  * - full: plain plus symbols spoken as words (# -> pound, * -> star, % -> percent...), digits, ordinals and
  *   amounts written out as words (1 -> one, 21st -> twenty first, $5 -> five dollars), "and" inside numbers
  *   dropped (one hundred and five = 105), dotted acronyms joined (a.m. = am), common contractions expanded
- *   (that's = that is), prefixes joined (re-record = rerecord), closed compounds opened (voicemail = voice mail)
+ *   (that's = that is), a day after a month name read as an ordinal (March 3 = March 3rd = march third), a
+ *   dotted clock time after "at"/"by"/"until"... read as a time (at 3.15 = at 3:15), runs of five or more digits
+ *   read digit by digit (order 48213 = four eight two one three), dr = doctor, prefixes joined (re-record = rerecord), closed compounds opened (voicemail = voice mail)
  *   and a few spelling variants unified (ok = okay, thru = through).
  */
 export function normalizeWords(text: string, mode: NormalizeMode = 'full'): string[] {
   let s = text.normalize('NFKC').toLowerCase().replace(/[\u2018\u2019\u02bc]/g, "'");
   s = s.replace(ANNOTATION, ' ');
   if (mode === 'full') {
+    // Five or more digits without thousands separators (order, account, zip numbers) are said digit by digit;
+    // quantities and amounts are written 45,000 or $48213.
+    s = s.replace(/(?<![\d,.$])\d{5,}(?!\d|[,.]\d)/g, (d) => [...d].join(' '));
     s = s.replace(/(\d),(?=\d{3}\b)/g, '$1');
     s = s.replace(/\$(\d+)/g, '$1 dollars');
+    s = s.replace(MONTH_DAY, (_, m: string, d: string) => `${m} ${ordinalToWords(Number(d))}`);
+    s = s.replace(DOTTED_TIME, '$1 $2:$3');
     s = s.replace(/\b(\d+)(st|nd|rd|th)\b/g, (_, d: string) => ` ${ordinalToWords(Number(d))} `);
     s = s.replace(/(\d+)\.(\d+)/g, (_, a: string, b: string) => `${a} point ${[...b].join(' ')}`);
     s = s.replace(/\b(\d{1,2}):00\b/g, '$1').replace(/\b(\d{1,2}):(\d\d)\b/g, '$1 $2');

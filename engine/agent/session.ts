@@ -737,7 +737,7 @@ export class AgentSession {
     let delay = 20;
     for (;;) {
       try {
-        const { text } = await this.opts.registry.queue.run(() => recognizer.transcribe(samples));
+        const { text } = await this.opts.registry.queue.run(() => recognizer.transcribe(samples, { beams: this.opts.registry.sttLiveBeams }));
         return text.trim();
       } catch (err) {
         if (!(err instanceof QueueFullError) || Date.now() > deadline || this.ended) throw err;

@@ -16,6 +16,7 @@ import { createRequire } from 'node:module';
 import { readFile } from 'node:fs/promises';
 import { Worker } from 'node:worker_threads';
 import type { MonoAudio } from '../audio/types.js';
+import { speakableText } from './flite-text.js';
 
 export type FliteVoiceId = 'kal' | 'kal16' | 'awb' | 'rms' | 'slt';
 
@@ -484,7 +485,7 @@ export class FliteSynthesizer {
       throw new FliteError(`unknown flite voice "${voice}" (available: ${FLITE_VOICES.map((v) => v.id).join(', ')})`);
     }
     const info = FLITE_VOICES.find((v) => v.id === voice)!;
-    const clean = sanitizeFliteText(text, this.maxChars);
+    const clean = sanitizeFliteText(speakableText(text), this.maxChars);
     if (!/[A-Za-z0-9]/.test(clean)) return { sampleRate: info.sampleRate, samples: new Float32Array(0) };
     const r = await this.run(fliteArgs(voice, clean, clampSpeed(opts.speed)));
     const wav = r.files[OUT_NAME];

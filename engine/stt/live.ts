@@ -651,7 +651,7 @@ export class LiveTranscriber {
         const { text } = await this.registry.queue.run(async () => {
           const t = performance.now();
           try {
-            return await recognizer.transcribe(samples);
+            return await recognizer.transcribe(samples, { beams: this.registry.sttLiveBeams });
           } finally {
             const done = performance.now();
             this.interimNotBefore = Math.max(this.interimNotBefore, done + (done - t));

@@ -5,6 +5,10 @@
  * still being typed do not end anything), CJK full stops, or a line break.
  */
 const SENTENCE_END = /[.!?;:]+["')\]]*\s+|[。！？；]+|\n+/g;
+/** A period after these is an abbreviation, not a sentence end ("Dr. Patel", "Apt. 4", "e.g. this"). */
+const ABBREVIATION_BEFORE = /(?:^|[\s(])(?:Mr|Mrs|Ms|Dr|Prof|St|Ste|Apt|vs|ext|approx|e\.g|i\.e|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.$/i;
+/** "No." is an abbreviation only before a number ("No. 5"). */
+const NUMBER_ABBREVIATION = /(?:^|[\s(])No\.$/i;
 /** Where a long sentence may be cut when no sentence end comes in time. */
 const SOFT_BREAK = /[,\u2014\u2013]\s+|\s+(?:and|but|or|so|because|which|that)\s+/gi;
 
@@ -56,8 +60,7 @@ export class PhraseChunker {
   }
 
   private nextComplete(): string | null {
-    SENTENCE_END.lastIndex = 0;
-    const end = SENTENCE_END.exec(this.buffer);
+    const end = sentenceEnd(this.buffer);
     if (end) {
       const cut = end.index + end[0].length;
       const sentence = this.buffer.slice(0, cut);
@@ -81,6 +84,21 @@ export class PhraseChunker {
     this.buffer = this.buffer.slice(cut);
     return phrase;
   }
+}
+
+/** The first sentence end that is not the period of an abbreviation. */
+function sentenceEnd(text: string): RegExpExecArray | null {
+  SENTENCE_END.lastIndex = 0;
+  for (let m = SENTENCE_END.exec(text); m; m = SENTENCE_END.exec(text)) {
+    if (m[0].startsWith('.') && !m[0].startsWith('..')) {
+      const before = text.slice(0, m.index + 1);
+      const after = text.slice(m.index + m[0].length);
+      if (ABBREVIATION_BEFORE.test(before) && after !== '') continue;
+      if (NUMBER_ABBREVIATION.test(before) && /^\d/.test(after)) continue;
+    }
+    return m;
+  }
+  return null;
 }
 
 /** First soft break at or after `min` characters (and before the text's end); null when none. */
