@@ -21,7 +21,7 @@ describe('speakableText', () => {
   });
 
   it('expands abbreviations Flite reads as words', () => {
-    expect(speakableText('Apt. 4, Ste. 200, ext. 204, No. 5, Jan. 5')).toBe('apartment 4, suite 200, extension 204, number 5, January 5');
+    expect(speakableText('Apt. 4, Ste. 200, ext. 204, No. 5, Jan. 5, Sept. 9')).toBe('apartment 4, suite 200, extension 204, number 5, January 5, September 9');
   });
 
   it('leaves what Flite already says well untouched', () => {

@@ -19,16 +19,10 @@ const ABBREVIATIONS: Array<[RegExp, string]> = [
   [/\bext\.?\s+(?=\d)/gi, 'extension '],
   [/\bApt\.\s+/g, 'apartment '],
   [/\bSte\.\s+/g, 'suite '],
-  [/\bNo\.\s+(?=\d)/g, 'number '],
-  [/\bno\.\s+(?=\d)/g, 'number '],
-  [/\bJan\.\s+(?=\d)/g, 'January '],
-  [/\bFeb\.\s+(?=\d)/g, 'February '],
-  [/\bAug\.\s+(?=\d)/g, 'August '],
-  [/\bSept?\.\s+(?=\d)/g, 'September '],
-  [/\bOct\.\s+(?=\d)/g, 'October '],
-  [/\bNov\.\s+(?=\d)/g, 'November '],
-  [/\bDec\.\s+(?=\d)/g, 'December '],
+  [/\b[Nn]o\.\s+(?=\d)/g, 'number '],
 ];
+/** A month abbreviated before a day number: "Jan. 5" -> "January 5". */
+const MONTH_ABBREVIATION = /\b(Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.\s+(?=\d)/g;
 
 /** Each dot and slash of an address spoken; "www" spelled. */
 function speakAddress(addr: string): string {
@@ -65,7 +59,7 @@ function speakAddress(addr: string): string {
  */
 export function speakableText(text: string): string {
   let s = text;
-  // E-mail addresses, then web addresses (scheme or www. prefix, or a bare domain with a path).
+  // E-mail addresses, then web addresses that start with a scheme or www.
   s = s.replace(/\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+\b/g, speakAddress);
   s = s.replace(/\b(?:https?:\/\/|www\.)[^\s<>"']*[^\s<>"'.,;:!?)]/gi, speakAddress);
   // Numeric dates, US order (month/day/year): 12/25/2026 -> December 25th, 2026. Other fractions are left alone.
@@ -83,5 +77,6 @@ export function speakableText(text: string): string {
   s = s.replace(/(\d[\d,]*(?:\.\d\d)?)\s?€/g, '$1 euros');
   s = s.replace(/(?<=\w)\s*&\s*(?=\w)/g, ' and ');
   for (const [re, word] of ABBREVIATIONS) s = s.replace(re, word);
+  s = s.replace(MONTH_ABBREVIATION, (m, abbr: string) => `${MONTHS.find((name) => name.startsWith(abbr.slice(0, 3))) ?? m} `);
   return s;
 }

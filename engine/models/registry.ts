@@ -50,8 +50,8 @@ export interface RegistryOptions {
   sttLiveBeams?: number;
   /**
    * Threads inside each recognizer worker (default 2). On 2 cores, one 1.5 s utterance takes ~410 ms with 2
-   * threads and ~640 ms with 1 (Whisper's encoder always sees a 30 s window), so 2 halves the wait for a final
-   * when the server is not busy; when both workers are busy they share the cores.
+   * threads and ~640 ms with 1 (Whisper's encoder always sees a 30 s window): about a third off the wait for a
+   * final when the server is not busy; when both workers are busy they share the cores (bench figures in the README).
    */
   sttThreads?: number;
 }
