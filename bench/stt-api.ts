@@ -15,7 +15,7 @@
 // BENCH_PROMPTS (only these names, comma-separated), BENCH_CONCURRENCY (sockets, default 6: keeps the default run
 // near 15 min on 2 cores; latency depends on it), BENCH_POST_CONCURRENCY (default 2 = the server's inference slots),
 // BENCH_LATENCY_N (default 40; 0 skips), BENCH_SILENCE_MS (default 1000), BENCH_EOU_MS (optional eou_timeout_ms),
-// BENCH_PARTS (default raw,post,ws1,ws: which parts run), BENCH_BEAMS (default 5: the raw model and PARLEY_STT_BEAMS;
+// BENCH_PARTS (default raw,post,ws1,ws: which parts run), BENCH_BEAMS (default 5: the raw model and PARLEY_STT_BEAMS),
 // BENCH_LIVE_BEAMS (default 1: PARLEY_STT_LIVE_BEAMS, the server default).
 import { intEnv, stopAndCollectProblems } from './lib/harness.js';
 import { execFileSync } from 'node:child_process';

@@ -1,5 +1,6 @@
 // Server settings from the environment, each with an embedded default so `npm start` needs none.
 import path from 'node:path';
+import { STT_DEFAULTS } from '../engine/models/defaults.js';
 
 export interface Settings {
   host: string;
@@ -21,8 +22,9 @@ export interface Settings {
   inferenceQueue: number;
   sttMaxBytes: number;
   sttMaxSeconds: number;
-  /** Whisper beam width for whole-file recognition (POST /stt/, get_text) and for live finals. */
+  /** Whisper beam width for whole-file recognition (POST /stt/, get_text). */
   sttBeams: number;
+  /** Whisper beam width for live interims, live finals and agent turns. */
   sttLiveBeams: number;
   /** Threads inside each recognizer worker. */
   sttThreads: number;
@@ -100,9 +102,9 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     inferenceQueue: int(env, 'PARLEY_INFERENCE_QUEUE', 16, 0),
     sttMaxBytes: int(env, 'PARLEY_STT_MAX_BYTES', 64 * 1024 * 1024, 1024),
     sttMaxSeconds: int(env, 'PARLEY_STT_MAX_SECONDS', 600, 1),
-    sttBeams: int(env, 'PARLEY_STT_BEAMS', 5, 1),
-    sttLiveBeams: int(env, 'PARLEY_STT_LIVE_BEAMS', 1, 1),
-    sttThreads: int(env, 'PARLEY_STT_THREADS', 2, 1),
+    sttBeams: int(env, 'PARLEY_STT_BEAMS', STT_DEFAULTS.beams, 1),
+    sttLiveBeams: int(env, 'PARLEY_STT_LIVE_BEAMS', STT_DEFAULTS.liveBeams, 1),
+    sttThreads: int(env, 'PARLEY_STT_THREADS', STT_DEFAULTS.threads, 1),
     bootstrapKey: env.PARLEY_BOOTSTRAP_KEY || undefined,
     keyCacheMs: int(env, 'PARLEY_KEY_CACHE_MS', 3000, 0),
     scanBudgetMs: int(env, 'PARLEY_SCAN_BUDGET_MS', 200, 0),

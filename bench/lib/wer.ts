@@ -90,8 +90,9 @@ export function isNonSpeech(text: string): boolean {
  *   dropped (one hundred and five = 105), dotted acronyms joined (a.m. = am), common contractions expanded
  *   (that's = that is), a day after a month name read as an ordinal (March 3 = March 3rd = march third), a
  *   dotted clock time after "at"/"by"/"until"... read as a time (at 3.15 = at 3:15), runs of five or more digits
- *   read digit by digit (order 48213 = four eight two one three), dr = doctor, prefixes joined (re-record = rerecord), closed compounds opened (voicemail = voice mail)
- *   and a few spelling variants unified (ok = okay, thru = through).
+ *   read digit by digit (order 48213 = four eight two one three), prefixes joined (re-record = rerecord), closed
+ *   compounds opened (voicemail = voice mail) and a few spelling variants unified (ok = okay, thru = through,
+ *   dr = doctor).
  */
 export function normalizeWords(text: string, mode: NormalizeMode = 'full'): string[] {
   let s = text.normalize('NFKC').toLowerCase().replace(/[\u2018\u2019\u02bc]/g, "'");

@@ -7,6 +7,7 @@ import { PiperVoice } from './piper.js';
 import { SileroVadModel } from './silero.js';
 import { WhisperPool } from './whisper/pool.js';
 import { InferenceQueue } from './queue.js';
+import { STT_DEFAULTS } from './defaults.js';
 
 export const STT_MODEL = 'whisper-tiny.en';
 /** Model ids existing clients send, served by the built-in models. */
@@ -43,8 +44,8 @@ export interface RegistryOptions {
   /** Flite worker threads. */
   synthesisWorkers: number;
   /**
-   * Whisper beam width for whole-file recognition (default 5) and for live finals and interims (default 1,
-   * greedy). On the Asterisk prompts beams=5 lowers WER from 4.78% to 4.36% and costs ~45 ms a prompt.
+   * Whisper beam width for whole-file recognition (default 5) and for live interims, live finals and agent turns
+   * (default 1, greedy). On the Asterisk prompts beams=5 lowers WER from 4.78% to 4.36% and costs ~45 ms a prompt.
    */
   sttBeams?: number;
   sttLiveBeams?: number;
@@ -69,8 +70,8 @@ export class ModelRegistry {
 
   constructor(private readonly opts: RegistryOptions) {
     this.queue = new InferenceQueue(opts.concurrency, opts.maxWaiting);
-    this.sttBeams = opts.sttBeams ?? 5;
-    this.sttLiveBeams = opts.sttLiveBeams ?? 1;
+    this.sttBeams = opts.sttBeams ?? STT_DEFAULTS.beams;
+    this.sttLiveBeams = opts.sttLiveBeams ?? STT_DEFAULTS.liveBeams;
     this.flite = new FliteSynthesizer({ workers: opts.synthesisWorkers });
   }
 
@@ -127,7 +128,7 @@ export class ModelRegistry {
 
   /** Whisper on worker threads (one per concurrent inference slot), so recognition never blocks the event loop. */
   recognizer(): Promise<WhisperPool> {
-    this.recognizerP ??= WhisperPool.start({ size: this.opts.concurrency, cacheDir: this.opts.cacheDir, intraOpNumThreads: this.opts.sttThreads ?? 2 });
+    this.recognizerP ??= WhisperPool.start({ size: this.opts.concurrency, cacheDir: this.opts.cacheDir, intraOpNumThreads: this.opts.sttThreads ?? STT_DEFAULTS.threads });
     return this.recognizerP;
   }
 
