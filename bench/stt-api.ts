@@ -16,7 +16,9 @@
 // near 15 min on 2 cores; latency depends on it), BENCH_POST_CONCURRENCY (default 2 = the server's inference slots),
 // BENCH_LATENCY_N (default 40; 0 skips), BENCH_SILENCE_MS (default 1000), BENCH_EOU_MS (optional eou_timeout_ms),
 // BENCH_PARTS (default raw,post,ws1,ws: which parts run), BENCH_BEAMS (default 5: the raw model and PARLEY_STT_BEAMS),
-// BENCH_LIVE_BEAMS (default 1: PARLEY_STT_LIVE_BEAMS, the server default).
+// BENCH_LIVE_BEAMS (default 1: PARLEY_STT_LIVE_BEAMS, the server default), BENCH_EOU_COMPARE_MS (optional: the
+// one-socket part also streams every prompt with eou_timeout_ms set to this, alternating with the run without it,
+// so the adaptive end of utterance and a fixed silence are compared side by side).
 import { intEnv, stopAndCollectProblems } from './lib/harness.js';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -48,6 +50,7 @@ const POST_CONCURRENCY = intEnv('BENCH_POST_CONCURRENCY', 2, 1);
 const LATENCY_N = intEnv('BENCH_LATENCY_N', 40, 0);
 const SILENCE_MS = intEnv('BENCH_SILENCE_MS', 1000, 0);
 const EOU_MS = process.env.BENCH_EOU_MS ? intEnv('BENCH_EOU_MS', 600, 100) : undefined;
+const EOU_COMPARE_MS = process.env.BENCH_EOU_COMPARE_MS ? intEnv('BENCH_EOU_COMPARE_MS', 300, 100) : undefined;
 const PARTS = new Set((process.env.BENCH_PARTS ?? 'raw,post,ws1,ws').split(',').map((p) => p.trim()).filter(Boolean));
 for (const p of PARTS) if (!['raw', 'post', 'ws1', 'ws'].includes(p)) throw new Error(`BENCH_PARTS: unknown part "${p}" (raw, post, ws1, ws)`);
 
@@ -241,12 +244,12 @@ interface WsResult {
   error?: string;
 }
 
-function wsUrl(server: TestServer, p: Prompt): string {
-  const q = `model=pulse&language=en&sample_rate=${p.sampleRate}&encoding=linear16${EOU_MS === undefined ? '' : `&eou_timeout_ms=${EOU_MS}`}`;
+function wsUrl(server: TestServer, p: Prompt, eouMs: number | undefined): string {
+  const q = `model=pulse&language=en&sample_rate=${p.sampleRate}&encoding=linear16${eouMs === undefined ? '' : `&eou_timeout_ms=${eouMs}`}`;
   return `ws://127.0.0.1:${server.port}${W}/stt/live?${q}`;
 }
 
-function streamOnce(server: TestServer, p: Prompt): Promise<WsResult> {
+function streamOnce(server: TestServer, p: Prompt, eouMs = EOU_MS): Promise<WsResult> {
   return new Promise((resolve) => {
     const chunkBytes = Math.round((p.sampleRate * CHUNK_MS) / 1000) * 2;
     const audioChunks: Buffer[] = [];
@@ -264,7 +267,7 @@ function streamOnce(server: TestServer, p: Prompt): Promise<WsResult> {
     let settled = false;
     let sending = true;
 
-    const ws = new WebSocket(wsUrl(server, p), { headers: { authorization: `Bearer ${server.key}` }, perMessageDeflate: false });
+    const ws = new WebSocket(wsUrl(server, p, eouMs), { headers: { authorization: `Bearer ${server.key}` }, perMessageDeflate: false });
     const finish = (extra?: string) => {
       if (settled) return;
       settled = true;
@@ -470,6 +473,8 @@ let rawLoadMs = NaN;
 let post: PostResult[] | null = null;
 let ws: WsResult[] | null = null;
 let ws1: WsResult[] | null = null;
+/** With BENCH_EOU_COMPARE_MS: the same one-socket prompts with that fixed eou_timeout_ms. */
+let ws1Compare: WsResult[] | null = null;
 const wall: Record<string, number> = {};
 let startupMs = NaN;
 let serverExit: number | null = null;
@@ -509,7 +514,25 @@ try {
     if (PARTS.has('ws1') && latencySet.length) {
       log(`WSS /stt/live, 1 socket: ${latencySet.length} prompts <= ${SHORT_S} s`);
       const t = performance.now();
-      ws1 = await pool(latencySet, 1, ({ p }) => streamOnce(s, p), every(10, latencySet.length, 'WSS x1'));
+      if (EOU_COMPARE_MS === undefined) {
+        ws1 = await pool(latencySet, 1, ({ p }) => streamOnce(s, p), every(10, latencySet.length, 'WSS x1'));
+      } else {
+        // Side by side: each prompt with both settings, the order alternating from prompt to prompt.
+        const a: WsResult[] = [];
+        const b: WsResult[] = [];
+        for (const [k, { p }] of latencySet.entries()) {
+          if (k % 2 === 0) {
+            a.push(await streamOnce(s, p));
+            b.push(await streamOnce(s, p, EOU_COMPARE_MS));
+          } else {
+            b.push(await streamOnce(s, p, EOU_COMPARE_MS));
+            a.push(await streamOnce(s, p));
+          }
+          if ((k + 1) % 10 === 0) log(`  WSS x1 (both settings): ${k + 1}/${latencySet.length}`);
+        }
+        ws1 = a;
+        ws1Compare = b;
+      }
       wall.ws1 = (performance.now() - t) / 1000;
     }
     if (PARTS.has('ws')) {
@@ -554,6 +577,10 @@ if (ws1) {
   if (ps) subsetRows.push(werRow(`POST /stt/ (x${POST_CONCURRENCY})`, ps, idx.filter((i) => post?.[i]?.error).length, NaN));
   if (ws6) subsetRows.push(werRow(`WSS /stt/live (x${CONCURRENCY})`, ws6, idx.filter((i) => ws?.[i]?.error).length, NaN));
   subsetRows.push(werRow('WSS /stt/live (x1)', latencySet.map(({ p }, k) => score(p.reference, ws1?.[k]?.hypothesis ?? '')), ws1.filter((r) => r.error).length, wall.ws1 ?? NaN));
+  if (ws1Compare) {
+    const cmp = ws1Compare;
+    subsetRows.push(werRow(`WSS /stt/live (x1, eou ${EOU_COMPARE_MS} ms)`, latencySet.map(({ p }, k) => score(p.reference, cmp[k]?.hypothesis ?? '')), cmp.filter((r) => r.error).length, NaN));
+  }
 }
 const rowOf = (prefix: string) => werRows.find((r) => r.path.startsWith(prefix));
 const diff = (a: WerRow | undefined, b: WerRow | undefined, m: NormalizeMode) => (a && b ? r4(m === 'full' ? a.werFull - b.werFull : a.werPlain - b.werPlain) : NaN);
@@ -574,6 +601,7 @@ const comparisons = [
 
 const latencyRows: LatencyRow[] = [];
 if (ws1) latencyRows.push(latencyRow('WSS x1', 1, `<= ${SHORT_S} s`, latencySet.map((x) => x.p), ws1, true));
+if (ws1Compare) latencyRows.push(latencyRow(`WSS x1 eou ${EOU_COMPARE_MS}`, 1, `<= ${SHORT_S} s`, latencySet.map((x) => x.p), ws1Compare, false));
 if (ws) {
   const short = prompts.map((p, i) => ({ p, r: ws?.[i] as WsResult })).filter(({ p }) => p.audioSec <= SHORT_S);
   latencyRows.push(latencyRow(`WSS x${CONCURRENCY}`, CONCURRENCY, `<= ${SHORT_S} s`, short.map((x) => x.p), short.map((x) => x.r), true));
@@ -732,6 +760,7 @@ const result = {
     chunkMs: CHUNK_MS,
     trailingSilenceMs: SILENCE_MS,
     eouTimeoutMs: EOU_MS ?? null,
+    eouCompareMs: EOU_COMPARE_MS ?? null,
     raw: `WhisperRecognizer.load (intraOpNumThreads 2, beams ${BEAMS}), loadPrompt16k + splitAtPauses(30 s), as bench/stt-wer-raw.ts`,
     post: 'POST /waves/v1/stt/?model=pulse&language=en, original WAV bytes, content-type audio/wav, 503 retried after 500 ms',
     ws: 'WSS /waves/v1/stt/live?model=pulse&language=en&sample_rate=8000&encoding=linear16; 20 ms linear16 chunks at real-time pace (drift-corrected), then silence, then close_stream; hypothesis = non-empty finals joined',
@@ -758,6 +787,7 @@ const result = {
     wsText: d.ws,
   })),
   latencyRunX1: ws1 ? ws1.map((r, i) => ({ name: latencySet[i]?.p.name, ...r, latencyMs: r1(r.latencyMs), fromSpeechEndMs: r1(r.fromSpeechEndMs), maxLagMs: r1(r.maxLagMs) })) : null,
+  latencyRunX1Compare: ws1Compare ? ws1Compare.map((r, i) => ({ name: latencySet[i]?.p.name, ...r, latencyMs: r1(r.latencyMs), fromSpeechEndMs: r1(r.fromSpeechEndMs), maxLagMs: r1(r.maxLagMs) })) : null,
   server: { exitCode: serverExit, problems: serverProblems },
   failure,
 };

@@ -10,7 +10,7 @@ import { AudioFormatError } from '../engine/audio/errors.js';
 import { resample } from '../engine/audio/resample.js';
 import { readWav } from '../engine/audio/wav.js';
 import { ModelRegistry } from '../engine/models/registry.js';
-import { LiveTranscriber, isLiveEncoding, type LiveEvent, type LiveTranscriberOptions } from '../engine/stt/live.js';
+import { LiveTranscriber, isLiveEncoding, readsFinished, type LiveEvent, type LiveTranscriberOptions } from '../engine/stt/live.js';
 
 const SOUNDS = '/usr/share/asterisk/sounds/en_US_f_Allison';
 const TRANSCRIPTS = '/usr/share/doc/asterisk-core-sounds-en/core-sounds-en.txt.gz';
@@ -115,6 +115,11 @@ async function feed(live: LiveTranscriber, parts: Buffer[], chunkSeconds: number
   }
 }
 
+async function waitFor(ok: () => boolean, timeoutMs: number): Promise<void> {
+  const until = performance.now() + timeoutMs;
+  while (!ok() && performance.now() < until) await new Promise((r) => setTimeout(r, 10));
+}
+
 beforeAll(async () => {
   registry = new ModelRegistry({ cacheDir: path.join(os.tmpdir(), 'parley-models'), concurrency: 2, maxWaiting: 8, synthesisWorkers: 1 });
   await Promise.all([registry.recognizer(), registry.vad()]);
@@ -140,6 +145,13 @@ describe('LiveTranscriber options', () => {
     await s.live.close();
     expect(s.events.map((e) => e.type)).toEqual(['error']);
     expect((s.events[0] as { message: string }).message).toMatch(/Ogg/);
+  });
+
+  it('reads a transcript as a finished sentence only when it ends in . ? or ! and does not trail off', () => {
+    for (const text of ['Please check the number and dial again.', 'What time do you close?', 'Goodbye!', 'He said "stop."', 'Tuesday.'])
+      expect(readsFinished(text), text).toBe(true);
+    for (const text of ['Please check the number', 'Please enter your.', 'I would like to...', 'My number is,', 'Call Dr.', 'Press one and.', 'Tuesday', ''])
+      expect(readsFinished(text), text).toBe(false);
   });
 
   it('answers finalize and close on a silent stream with empty finals, exactly one is_last', async () => {
@@ -221,6 +233,39 @@ describe.skipIf(!corpus)('LiveTranscriber on real speech (Asterisk prompts, 8 kH
     console.log(`live final latency: after end of speech ${afterSpeech.map((x) => x.toFixed(3)).join(', ')} s; after EOU decision ${afterEou.map((x) => x.toFixed(3)).join(', ')} s`);
     for (const x of afterEou) expect(x).toBeLessThan(1.5);
     expect(s.live.stats.speculations).toBeGreaterThanOrEqual(2);
+  }, 60_000);
+
+  it('ends a finished sentence after a short silence (adaptive end of utterance) unless eou_timeout_ms is set', async () => {
+    // The prompt, a little silence, then no more audio: a normal end of utterance (eouSilenceMs of silence) can
+    // never fire, only the adaptive one, once the speculative final reads as a finished sentence.
+    const { samples } = layout(['check-number-dial-again'], 0, 0.5, 0.2);
+    const bytes = encodeSamples(samples, 'linear16');
+    const adaptive = session();
+    await feed(adaptive.live, chunks(bytes, 320), 0.02, false);
+    await waitFor(() => adaptive.finals().length > 0, 15_000);
+    const finals = adaptive.finals();
+    expect(finals).toHaveLength(1);
+    expect(finals[0]!.transcript).toMatch(/dial again[.!]$/i);
+    expect(finals[0]!.isLast).toBe(false);
+    expect(adaptive.live.stats.earlyEnds).toBe(1);
+    const ended = adaptive.events.filter((e) => e.type === 'speech_ended');
+    expect(ended).toHaveLength(1);
+    expect(adaptive.events.indexOf(ended[0]!)).toBeLessThan(adaptive.events.indexOf(finals[0]!));
+    expect((ended[0] as { timestamp: number }).timestamp).toBe(finals[0]!.end);
+    await adaptive.live.close();
+    expect(adaptive.finals().map((f) => [f.transcript, f.isLast])).toEqual([[finals[0]!.transcript, false], ['', true]]);
+
+    // The same audio with an explicit end-of-utterance silence: the utterance stays open until close.
+    const fixed = session({ eouSilenceMs: 300 });
+    await feed(fixed.live, chunks(bytes, 320), 0.02, false);
+    await new Promise((r) => setTimeout(r, 2000));
+    // Speculative finals ran (one at each pause; the last one for the trailing silence), and none ended it.
+    expect(fixed.live.stats.speculations).toBeGreaterThanOrEqual(1);
+    expect(fixed.finals()).toHaveLength(0);
+    await fixed.live.close();
+    expect(fixed.finals().map((f) => [f.transcript, f.isLast])).toEqual([[finals[0]!.transcript, true]]);
+    expect(fixed.live.stats.earlyEnds).toBe(0);
+    expect(fixed.live.stats.speculationsUsed).toBe(1);
   }, 60_000);
 
   it('finalises a very short single word (a digit, a letter) sent alone and closed right after', async () => {

@@ -249,6 +249,15 @@ export class VadSegmenter {
     return events;
   }
 
+  /**
+   * Ends open speech now, where its trailing silence began (an early end decided by the caller, for example on a
+   * transcript that reads as finished). Undefined unless speech is open and in trailing silence.
+   */
+  endInSilence(): VadEvent | undefined {
+    if (!this.speaking || this.silenceStart < 0) return undefined;
+    return this.endAt(this.silenceStart * VAD_WINDOW_SECONDS, this.time);
+  }
+
   /** End of input: closes open speech at the last window (or where its trailing silence began). */
   flush(): VadEvent[] {
     if (!this.speaking) {

@@ -11,6 +11,10 @@
 // Latency: once the trailing silence has lasted tailMs (less than eouSilenceMs), the final's audio is already fixed,
 // so it is transcribed speculatively then; when the VAD end fires the result is usually ready or nearly so. Speech
 // resuming discards the speculation.
+// Adaptive end of utterance (when the client sets no eou_timeout_ms): once eouEarlyMs of silence has passed and the
+// speculative final is ready and reads as a finished sentence (ends in . ? or !, not on a word such as "and" or
+// "the"), the utterance ends then, without waiting for the rest of eouSilenceMs. Whisper's punctuation is the
+// end-of-turn signal; an utterance trailing off, or not punctuated as finished, still waits the full silence.
 // Interims: every interimIntervalMs of new utterance audio while speech continues, Whisper runs on the utterance so
 // far. They are the lowest priority and never pile up: skipped while any transcription of this session is running,
 // while the inference queue has any job running or waiting (a free worker stays for finals), and for as long after
@@ -27,6 +31,7 @@ import { QueueFullError } from '../models/queue.js';
 import type { ModelRegistry } from '../models/registry.js';
 import { VAD_SAMPLE_RATE, VAD_WINDOW_SAMPLES, VadSegmenter, type SileroVad, type VadEvent } from '../models/silero.js';
 import { WHISPER_MAX_SAMPLES } from '../models/whisper/index.js';
+import { looksComplete } from '../turn/speech-tracker.js';
 
 /** Encodings a live session decodes: linear16, linear32, mulaw, alaw, opus (one packet per push), ogg_opus. */
 export const LIVE_ENCODINGS: readonly WireEncoding[] = WIRE_ENCODINGS;
@@ -104,6 +109,12 @@ export interface LiveTranscriberOptions {
    * same WER; 200 split sentences and cost 2 WER points without being faster).
    */
   eouSilenceMs?: number;
+  /**
+   * Adaptive end of utterance, used only when eouSilenceMs is not given: after this much trailing silence an
+   * utterance whose speculative final reads as a finished sentence ends as soon as that final is ready. Default 150;
+   * 0 disables.
+   */
+  eouEarlyMs?: number;
   /** Longer utterances are finalised at their quietest point before this length. Default 28 (at most 29). */
   maxUtteranceSeconds?: number;
   /** Audio kept before the VAD onset, ms. Default 300. */
@@ -134,6 +145,8 @@ interface Speculation {
   silence: number;
   end: number;
   result: Promise<string>;
+  /** The result, once it is ready. */
+  text?: string;
 }
 
 interface Utterance {
@@ -203,6 +216,16 @@ export class SampleBuffer {
   }
 }
 
+/** Titles and abbreviations whose period does not end a sentence. */
+const ABBREVIATION_END = /\b(?:mr|mrs|ms|dr|prof|st|no|vs|etc|e\.g|i\.e)\.$/i;
+
+/** A transcript that reads as a finished sentence: ends in . ? or ! (not an ellipsis or "Dr."), not trailing off. */
+export function readsFinished(text: string): boolean {
+  const t = text.trim().replace(/["'\u201d\u2019)\]]+$/, '');
+  if (!/[.?!]$/.test(t) || ABBREVIATION_END.test(t)) return false;
+  return looksComplete(t);
+}
+
 const round3 = (s: number) => Math.round(s * 1000) / 1000;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -216,6 +239,8 @@ export class LiveTranscriber {
 
   private readonly interimSamples: number;
   private readonly tailSamples: number;
+  /** Trailing-silence windows after which a finished-sounding utterance may end early (0: never). */
+  private readonly earlyWindows: number;
   private readonly maxUttSamples: number;
   private readonly preRollSamples: number;
   private readonly idleKeepSamples: number;
@@ -239,7 +264,7 @@ export class LiveTranscriber {
   private finalJobs = 0;
   private pendingFinals = 0;
   private backlog = 0;
-  private readonly counters = { interims: 0, interimsEmitted: 0, speculations: 0, speculationsUsed: 0, finals: 0 };
+  private readonly counters = { interims: 0, interimsEmitted: 0, speculations: 0, speculationsUsed: 0, earlyEnds: 0, finals: 0 };
   /** performance.now() before which no interim starts (keeps interims to at most half of the wall time). */
   private interimNotBefore = 0;
 
@@ -269,6 +294,9 @@ export class LiveTranscriber {
     // The speculative final must be started before the VAD end can fire.
     const minSilenceMs = this.segmenter.minSilenceWindows * WIN * (1000 / SR);
     this.tailSamples = Math.round((Math.max(0, Math.min(opts.tailMs ?? 32, minSilenceMs)) * SR) / 1000);
+    const earlyMs = opts.eouSilenceMs === undefined ? Math.max(0, opts.eouEarlyMs ?? 150) : 0;
+    const earlyWindows = Math.ceil((earlyMs * SR) / 1000 / WIN);
+    this.earlyWindows = earlyMs > 0 && earlyWindows < this.segmenter.minSilenceWindows ? earlyWindows : 0;
     const maxUtt = Math.min(Math.max(2, opts.maxUtteranceSeconds ?? 28), 29);
     this.maxUttSamples = Math.min(Math.round(maxUtt * SR), WHISPER_MAX_SAMPLES - SR);
     this.preRollSamples = Math.round((Math.max(0, opts.preRollMs ?? 300) * SR) / 1000);
@@ -475,9 +503,21 @@ export class LiveTranscriber {
       if (utt.hasSpeech && utt.spec?.silence !== this.silenceStart && silenceAt > utt.start && now >= silenceAt + this.tailSamples) {
         const end = silenceAt + this.tailSamples;
         const result = this.transcribeFinal(utt.start, end);
-        utt.spec = { silence: this.silenceStart, end, result };
+        const spec: Speculation = { silence: this.silenceStart, end, result };
+        utt.spec = spec;
         this.counters.speculations++;
+        if (this.earlyWindows > 0) {
+          result.then(
+            (text) => {
+              spec.text = text;
+              // Chain-ordered, so it sees the audio that arrived while Whisper ran.
+              if (this.utt?.spec === spec) void this.enqueue(() => this.endEarly());
+            },
+            () => undefined,
+          );
+        }
       }
+      if (utt.spec?.text !== undefined) this.endEarly();
     } else if (
       this.state === 'open' &&
       this.interimSamples > 0 &&
@@ -518,6 +558,24 @@ export class LiveTranscriber {
     if (spec) this.counters.speculationsUsed++;
     const t1 = this.silenceStart >= 0 ? this.silenceStart * WIN / SR + SPEECH_PAD_MS / 1000 : end / SR;
     this.issueFinal(spec ?? this.transcribeFinal(utt.start, end), utt.t0, t1, { isLast: false, fromFinalize: false });
+  }
+
+  /**
+   * Adaptive end of utterance: ends the open utterance now if it has been silent for earlyWindows, and its
+   * speculative final (for this same silence) is ready and reads as a finished sentence.
+   */
+  private endEarly(): void {
+    const utt = this.utt;
+    const spec = utt?.spec;
+    if (!utt || !spec || spec.text === undefined || this.earlyWindows === 0 || this.state !== 'open') return;
+    if (this.silenceStart < 0 || spec.silence !== this.silenceStart || this.windows - this.silenceStart < this.earlyWindows) return;
+    if (!readsFinished(spec.text)) return;
+    const e = this.segmenter.endInSilence();
+    if (!e) return;
+    this.counters.earlyEnds++;
+    this.vadEvent(e);
+    this.endUtterance(this.windows * WIN);
+    this.silenceStart = -1;
   }
 
   /** An utterance reached the length limit: finalise it at the quietest window of its second half, keep going. */

@@ -116,7 +116,7 @@ export function isBackchannel(text: string): boolean {
 }
 
 /** Words that, ending an utterance, say the speaker has not finished. */
-const CONTINUATIONS = /\b(and|but|or|so|because|um|uh|the|a|an|to|of|with|my|is|if|then|like|for)$/i;
+const CONTINUATIONS = /\b(and|but|or|so|because|um|uh|the|a|an|to|of|with|my|your|our|their|is|are|was|were|if|then|like|for|at|from|by|than)$/i;
 
 /** Heuristic end-of-turn check on a transcript: a finished sentence, not trailing off on a comma or a conjunction. */
 export function looksComplete(text: string): boolean {
