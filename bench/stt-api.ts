@@ -588,14 +588,15 @@ const rawRow = rowOf('raw');
 const postRow = rowOf('POST');
 const wsRow = rowOf('WSS');
 const comparisons = [
-  { comparison: 'POST /stt/ - raw', plain: diff(postRow, rawRow, 'plain'), full: diff(postRow, rawRow, 'full'), goal: 'API no worse than raw (<= 0)', met: postRow && rawRow ? postRow.werFull <= rawRow.werFull && postRow.werPlain <= rawRow.werPlain : null },
-  { comparison: 'WSS /stt/live - raw', plain: diff(wsRow, rawRow, 'plain'), full: diff(wsRow, rawRow, 'full'), goal: 'API no worse than raw (<= 0)', met: wsRow && rawRow ? wsRow.werFull <= rawRow.werFull && wsRow.werPlain <= rawRow.werPlain : null },
+  // Goals are judged on the 'full' WER: the issue asks for numbers normalised ("one" = "1"); 'plain' is shown beside it.
+  { comparison: 'POST /stt/ - raw', plain: diff(postRow, rawRow, 'plain'), full: diff(postRow, rawRow, 'full'), goal: 'API no worse than raw (full <= 0)', met: postRow && rawRow ? postRow.werFull <= rawRow.werFull : null },
+  { comparison: 'WSS /stt/live - raw', plain: diff(wsRow, rawRow, 'plain'), full: diff(wsRow, rawRow, 'full'), goal: 'for information (streaming is held to batch + 1 point)', met: null },
   {
     comparison: 'WSS /stt/live - POST /stt/',
     plain: diff(wsRow, postRow, 'plain'),
     full: diff(wsRow, postRow, 'full'),
-    goal: `streaming within ${GOAL_STREAM_VS_BATCH_POINTS} point of batch`,
-    met: wsRow && postRow ? wsRow.werFull - postRow.werFull <= GOAL_STREAM_VS_BATCH_POINTS / 100 && wsRow.werPlain - postRow.werPlain <= GOAL_STREAM_VS_BATCH_POINTS / 100 : null,
+    goal: `streaming within ${GOAL_STREAM_VS_BATCH_POINTS} point of batch (full)`,
+    met: wsRow && postRow ? wsRow.werFull - postRow.werFull <= GOAL_STREAM_VS_BATCH_POINTS / 100 : null,
   },
 ];
 

@@ -102,6 +102,25 @@ describe('WSS /stt/live', () => {
     expect(msgs.at(-1)?.is_last).toBe(true);
   });
 
+  it('ends a finished sentence after a short silence by default; eou_timeout_ms makes the silence fixed', async () => {
+    // The prompt, 0.2 s of silence, then the socket stays open with no more audio.
+    const bytes = encodeLinear16(withSilence([asteriskAudio('check-number-dial-again')], 0.2));
+    const finalsOf = (msgs: Msg[]) => msgs.filter((m) => m.type === 'transcription' && m.is_final);
+    const adaptive = await connect(url('language=en&sample_rate=8000&encoding=linear16'), auth());
+    await stream(adaptive.ws, bytes, 320, 0);
+    for (let i = 0; i < 200 && finalsOf(adaptive.msgs).length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(finalsOf(adaptive.msgs)).toEqual([expect.objectContaining({ transcript: expect.stringMatching(/dial again[.!]$/i) })]);
+    expect(finalsOf(adaptive.msgs)[0]?.is_last).toBeUndefined();
+
+    const fixed = await connect(url('language=en&sample_rate=8000&encoding=linear16&eou_timeout_ms=300'), auth());
+    await stream(fixed.ws, bytes, 320, 0);
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(finalsOf(fixed.msgs)).toHaveLength(0);
+    for (const c of [adaptive, fixed]) c.ws.send(JSON.stringify({ type: 'close_stream' }));
+    await Promise.all([adaptive.closed, fixed.closed]);
+    expect(finalsOf(fixed.msgs)).toEqual([expect.objectContaining({ transcript: finalsOf(adaptive.msgs)[0]?.transcript, is_last: true })]);
+  });
+
   it('refuses bad parameters before the upgrade (400) and unknown messages with an error frame', async () => {
     for (const q of ['model=pulse-max', 'language=fr', 'sample_rate=11025', 'encoding=flac']) {
       await expect(connect(url(q), auth())).rejects.toMatchObject({ status: 400 });
