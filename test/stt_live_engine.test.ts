@@ -148,7 +148,7 @@ describe('LiveTranscriber options', () => {
   });
 
   it('reads a transcript as a finished sentence only when it ends in . ? or ! and does not trail off', () => {
-    for (const text of ['Please check the number and dial again.', 'What time do you close?', 'Goodbye!', 'He said "stop."', 'Tuesday.'])
+    for (const text of ['Please check the number and dial again.', 'What time do you close?', 'Goodbye!', 'He said "stop."', 'Tuesday.', 'No.'])
       expect(readsFinished(text), text).toBe(true);
     for (const text of ['Please check the number', 'Please enter your.', 'I would like to...', 'My number is,', 'Call Dr.', 'Press one and.', 'Tuesday', ''])
       expect(readsFinished(text), text).toBe(false);

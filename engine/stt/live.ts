@@ -31,6 +31,7 @@ import { QueueFullError } from '../models/queue.js';
 import type { ModelRegistry } from '../models/registry.js';
 import { VAD_SAMPLE_RATE, VAD_WINDOW_SAMPLES, VadSegmenter, type SileroVad, type VadEvent } from '../models/silero.js';
 import { WHISPER_MAX_SAMPLES } from '../models/whisper/index.js';
+import { endsWithAbbreviation } from '../text/abbreviations.js';
 import { looksComplete } from '../turn/speech-tracker.js';
 
 /** Encodings a live session decodes: linear16, linear32, mulaw, alaw, opus (one packet per push), ogg_opus. */
@@ -216,13 +217,10 @@ export class SampleBuffer {
   }
 }
 
-/** Titles and abbreviations whose period does not end a sentence. */
-const ABBREVIATION_END = /\b(?:mr|mrs|ms|dr|prof|st|no|vs|etc|e\.g|i\.e)\.$/i;
-
 /** A transcript that reads as a finished sentence: ends in . ? or ! (not an ellipsis or "Dr."), not trailing off. */
 export function readsFinished(text: string): boolean {
   const t = text.trim().replace(/["'\u201d\u2019)\]]+$/, '');
-  if (!/[.?!]$/.test(t) || ABBREVIATION_END.test(t)) return false;
+  if (!/[.?!]$/.test(t) || endsWithAbbreviation(t)) return false;
   return looksComplete(t);
 }
 

@@ -1,14 +1,11 @@
 // Splits text into phrases for streaming synthesis: a short first phrase (early first audio), then whole sentences.
+import { endsWithAbbreviation } from '../text/abbreviations.js';
 
 /**
  * Sentence ends: . ! ? ; : with closing quotes or brackets, once followed by white space (so "3.5" and a period
  * still being typed do not end anything), CJK full stops, or a line break.
  */
 const SENTENCE_END = /[.!?;:]+["')\]]*\s+|[。！？；]+|\n+/g;
-/** A period after these is an abbreviation, not a sentence end ("Dr. Patel", "Apt. 4", "e.g. this"). */
-const ABBREVIATION_BEFORE = /(?:^|[\s(])(?:Mr|Mrs|Ms|Dr|Prof|St|Ste|Apt|vs|ext|approx|e\.g|i\.e|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.$/i;
-/** "No." is an abbreviation only before a number ("No. 5"). */
-const NUMBER_ABBREVIATION = /(?:^|[\s(])No\.$/i;
 /** Where a long sentence may be cut when no sentence end comes in time. */
 const SOFT_BREAK = /[,\u2014\u2013]\s+|\s+(?:and|but|or|so|because|which|that)\s+/gi;
 
@@ -93,8 +90,7 @@ function sentenceEnd(text: string): RegExpExecArray | null {
     if (m[0].startsWith('.') && !m[0].startsWith('..')) {
       const before = text.slice(0, m.index + 1);
       const after = text.slice(m.index + m[0].length);
-      if (ABBREVIATION_BEFORE.test(before) && after !== '') continue;
-      if (NUMBER_ABBREVIATION.test(before) && /^\d/.test(after)) continue;
+      if (after !== '' && endsWithAbbreviation(before, after)) continue;
     }
     return m;
   }
