@@ -28,7 +28,7 @@
 // BENCH_CHAT_LEVELS (default 1,2,4,8,16,32,64,128; "" skips), BENCH_CHAT_TURNS (5), BENCH_PAUSE_MS (1000),
 // BENCH_STAGGER_MS (2000), BENCH_JITTER_MS (200), BENCH_E2E_P95_LIMIT_MS (1500), BENCH_CHAT_P95_LIMIT_MS (100),
 // BENCH_BUDGET_S (420: no new voice level starts after this many seconds), BENCH_REFINE (2).
-import { intEnv, stopAndCollectProblems } from './lib/harness.js';
+import { intEnv, stopAndCollectProblems, UNCAPPED_SESSIONS } from './lib/harness.js';
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -43,7 +43,7 @@ const A = '/atoms/v1';
 const RATE = 16000;
 const GOAL_OVERHEAD_P95_MS = 20;
 const GOAL_E2E_P50_MS = 600;
-const SERVER_ENV = { PARLEY_WARM_MODELS: 'true', PARLEY_RATE_LIMIT_PER_MINUTE: '1000000', PARLEY_INFERENCE_QUEUE: '64' };
+const SERVER_ENV = { ...UNCAPPED_SESSIONS, PARLEY_WARM_MODELS: 'true', PARLEY_RATE_LIMIT_PER_MINUTE: '1000000', PARLEY_INFERENCE_QUEUE: '64' };
 
 function levelsEnv(name: string, dflt: number[]): number[] {
   const raw = process.env[name];

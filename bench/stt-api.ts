@@ -19,7 +19,7 @@
 // BENCH_LIVE_BEAMS (default 1: PARLEY_STT_LIVE_BEAMS, the server default), BENCH_EOU_COMPARE_MS (optional: the
 // one-socket part also streams every prompt with eou_timeout_ms set to this, alternating with the run without it,
 // so the adaptive end of utterance and a fixed silence are compared side by side).
-import { intEnv, stopAndCollectProblems } from './lib/harness.js';
+import { intEnv, stopAndCollectProblems, UNCAPPED_SESSIONS } from './lib/harness.js';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -43,7 +43,7 @@ const GOAL_STREAM_VS_BATCH_POINTS = 1;
 const BEAMS = intEnv('BENCH_BEAMS', 5, 1);
 /** Beam width for live recognition (server default 1, greedy). */
 const LIVE_BEAMS = intEnv('BENCH_LIVE_BEAMS', 1, 1);
-const SERVER_ENV = { PARLEY_WARM_MODELS: 'true', PARLEY_RATE_LIMIT_PER_MINUTE: '1000000', PARLEY_INFERENCE_QUEUE: '64', PARLEY_STT_BEAMS: String(BEAMS), PARLEY_STT_LIVE_BEAMS: String(LIVE_BEAMS) };
+const SERVER_ENV = { ...UNCAPPED_SESSIONS, PARLEY_WARM_MODELS: 'true', PARLEY_RATE_LIMIT_PER_MINUTE: '1000000', PARLEY_INFERENCE_QUEUE: '64', PARLEY_STT_BEAMS: String(BEAMS), PARLEY_STT_LIVE_BEAMS: String(LIVE_BEAMS) };
 
 const CONCURRENCY = intEnv('BENCH_CONCURRENCY', 6, 1);
 const POST_CONCURRENCY = intEnv('BENCH_POST_CONCURRENCY', 2, 1);

@@ -6,7 +6,7 @@
 // Env: BENCH_ITERATIONS (timed requests per first-audio case, default 30), BENCH_WARMUP (default 3),
 // BENCH_RTF_RUNS (default 5), BENCH_WER_VOICES (default slt,kal16,rms), BENCH_BUDGET_S (default 270: extra WER
 // voices are skipped once the run has taken this long).
-import { intEnv, stopAndCollectProblems } from './lib/harness.js';
+import { intEnv, stopAndCollectProblems, UNCAPPED_SESSIONS } from './lib/harness.js';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -412,7 +412,7 @@ try {
   const t0 = performance.now();
   server = await startServer({
     store,
-    env: { PARLEY_WARM_MODELS: 'true', PARLEY_RATE_LIMIT_PER_MINUTE: '1000000', PARLEY_TOKEN_MINTS_PER_MINUTE: '100000' },
+    env: { ...UNCAPPED_SESSIONS, PARLEY_WARM_MODELS: 'true', PARLEY_RATE_LIMIT_PER_MINUTE: '1000000', PARLEY_TOKEN_MINTS_PER_MINUTE: '100000' },
   });
   startupMs = performance.now() - t0;
   const s = server;

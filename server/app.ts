@@ -29,11 +29,13 @@ import { webhookRoutes } from '../transports/routes/webhooks.js';
 import { secretRoutes } from '../transports/routes/secrets.js';
 import { toolRoutes } from '../transports/routes/tools.js';
 import { conversationRoutes } from '../transports/routes/conversations.js';
+import { promptScoringRoutes } from '../transports/routes/prompt-scoring.js';
 import { AgentMetrics } from '../transports/calls/agent-metrics.js';
 import { CallRuntime } from '../transports/calls/runtime.js';
 import { ObjectStore } from '../control-plane/recordings/object-store.js';
 import { recordingRoutes } from '../transports/routes/recordings.js';
 import { agentConnectSocket } from '../transports/ws/agent-connect.js';
+import { SessionLimits } from '../transports/ws/session-limits.js';
 import type { Settings } from './settings.js';
 
 export interface RunningApp {
@@ -81,6 +83,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   secretRoutes(server, settings.atomsPrefix, ctx);
   toolRoutes(server, settings.atomsPrefix, ctx);
   conversationRoutes(server, settings.atomsPrefix, ctx);
+  promptScoringRoutes(server, settings.atomsPrefix, ctx);
   webhookRoutes(server, settings.atomsPrefix, ctx);
   tokenRoutes(server, settings.wavesPrefix, tokens, new RateLimiter(), settings.tokenMintsPerMinute);
   const registry = new ModelRegistry({
@@ -98,9 +101,10 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   logger.info({ warm: settings.warmModels, ms: Date.now() - started, voices: registry.voices().length }, 'speech models ready');
   voiceRoutes(server, settings.wavesPrefix, registry);
   ttsRoutes(server, settings.wavesPrefix, registry);
-  ttsLiveSockets(server, settings.wavesPrefix, registry, logger);
-  sttLiveSockets(server, settings.wavesPrefix, registry, logger);
-  s2sSocket(server, settings.wavesPrefix, { registry, logger, llm: settings.llm, draining: () => server.isDraining, toolTimeoutMs: settings.s2sToolTimeoutMs, maxSessions: settings.s2sMaxSessions });
+  const limits = new SessionLimits(settings.sessionCaps);
+  ttsLiveSockets(server, settings.wavesPrefix, registry, logger, limits);
+  sttLiveSockets(server, settings.wavesPrefix, registry, logger, limits, settings.sttIdleSeconds);
+  s2sSocket(server, settings.wavesPrefix, { registry, logger, llm: settings.llm, draining: () => server.isDraining, toolTimeoutMs: settings.s2sToolTimeoutMs, maxSessions: settings.s2sMaxSessions, limits });
   sttRoutes(server, settings.wavesPrefix, registry, { maxBodyBytes: settings.sttMaxBytes, maxAudioSeconds: settings.sttMaxSeconds }, logger, { allowPrivate: settings.allowPrivateEgress });
   const objects = new ObjectStore(path.join(settings.dataDir, 'recordings'), await loadSigningSecret(store.db, 'recording_url_signing_key'));
   recordingRoutes(server, settings.atomsPrefix, ctx, objects);
@@ -115,7 +119,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
     allowPrivateEgress: settings.allowPrivateEgress,
     notifyWebhooks: () => webhooks.notify(),
   });
-  const agentSockets = agentConnectSocket(server, settings.atomsPrefix, { db: store.db, runtime, logger, draining: () => server.isDraining });
+  const agentSockets = agentConnectSocket(server, settings.atomsPrefix, { db: store.db, runtime, logger, draining: () => server.isDraining, limits });
   server.finish();
 
   const resumed = await publish.resumePendingScans();

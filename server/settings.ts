@@ -42,6 +42,10 @@ export interface Settings {
   /** Speech-to-speech: how long a response waits for client tool outputs, and how many sessions run at once. */
   s2sToolTimeoutMs: number;
   s2sMaxSessions: number;
+  /** Concurrent realtime sessions, server-wide and per key, for sessions that run speech models and for text-only ones. */
+  sessionCaps: { speech: { server: number; perOwner: number }; chat: { server: number; perOwner: number } };
+  /** Live recognition sockets that receive no audio and no message for this long are closed. */
+  sttIdleSeconds: number;
   /** Egress policy: allow outbound requests (audio by URL, webhooks) to private, loopback and unspecified addresses. */
   allowPrivateEgress: boolean;
   /** Webhook deliveries: per-attempt timeout, how often pending rows are polled, and how many go out at once. */
@@ -115,6 +119,13 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     secretKey: env.PARLEY_SECRET_KEY || undefined,
     s2sToolTimeoutMs: int(env, 'PARLEY_S2S_TOOL_TIMEOUT_MS', 15_000, 1),
     s2sMaxSessions: int(env, 'PARLEY_S2S_MAX_SESSIONS', 32, 1),
+    // Sized from `npm run bench:agents` on a 2-core machine: 8 voice sessions keep up (e2e p95 0.8 s), 12 fall
+    // behind; 128 chat sessions answer within 2 ms (p95).
+    sessionCaps: {
+      speech: { server: int(env, 'PARLEY_MAX_SPEECH_SESSIONS', 8, 1), perOwner: int(env, 'PARLEY_MAX_SPEECH_SESSIONS_PER_KEY', 6, 1) },
+      chat: { server: int(env, 'PARLEY_MAX_CHAT_SESSIONS', 128, 1), perOwner: int(env, 'PARLEY_MAX_CHAT_SESSIONS_PER_KEY', 32, 1) },
+    },
+    sttIdleSeconds: int(env, 'PARLEY_STT_IDLE_SECONDS', 60, 1),
     allowPrivateEgress: flag(env, 'PARLEY_ALLOW_PRIVATE_EGRESS'),
     webhookTimeoutMs: int(env, 'PARLEY_WEBHOOK_TIMEOUT_MS', 30_000, 100),
     webhookPollMs: int(env, 'PARLEY_WEBHOOK_POLL_MS', 1000, 10),

@@ -19,13 +19,14 @@ describe.each(testDialects())('agents on %s', (dialect) => {
       description: 'Front desk',
       workflowType: 'single_prompt',
       firstMessage: 'Hello!',
-      timezone: 'Europe/Berlin',
+      timezone: { label: 'Europe/Berlin', offset: expect.any(Number) },
       allowInterruptions: true,
       allowInboundCall: true,
       archived: false,
       phoneNumber: [],
       activeVersionId: null,
     });
+    expect([60, 120]).toContain(agent.timezone.offset);
     expect(agent.synthesizer.voiceConfig).toMatchObject({ model: 'waves_lightning_v3_1', voiceId: 'nyah' });
     expect(agent.language).toMatchObject({ default: 'en', supported: ['en'] });
     expect(agent._resolvedConfig).toMatchObject({ firstMessage: 'Hello!', defaultLanguage: 'en', modelName: 'electron', workflowGraph: null });

@@ -136,8 +136,8 @@ describe.each(testDialects())('calls and tokens on %s', (dialect) => {
     // Before the first commit: the unversioned base configuration.
     await req('PATCH', `/agent/${agent}`, { body: { prompt: 'Base prompt.' } });
     const unversioned = await tc(main);
-    expect(unversioned.status, unversioned.text).toBe(201);
-    expect(unversioned.body.data).toMatchObject({ target: 'live', mode: 'chat', revisionId: null, branchId: main });
+    expect(unversioned.status, unversioned.text).toBe(200);
+    expect(unversioned.body.data).toMatchObject({ target: 'live', mode: 'webcall', revisionId: null, branchId: main });
     expect((await promptOf(unversioned.body.data.access_token)).prompt).toBe('Base prompt.');
 
     const r1 = await commit(suite.server, agent, main, { prompt: 'Revision one.' }, 'one');
@@ -148,9 +148,15 @@ describe.each(testDialects())('calls and tokens on %s', (dialect) => {
     expect(freeze.status).toBe(200);
     expect((await putDraft(suite.server, agent, main, { prompt: 'blocked' })).status).toBe(423);
 
-    const onDraft = await tc(main, { variables: { name: 'Ava' } });
-    expect(onDraft.status, onDraft.text).toBe(201);
+    const onDraft = await tc(main, { includeDraft: true, mode: 'chat', variables: { name: 'Ava' } });
+    expect(onDraft.status, onDraft.text).toBe(200);
+    const callId = onDraft.body.data.callId as string;
     expect(onDraft.body.data).toEqual({
+      conversationId: callId,
+      callId: expect.stringMatching(/^CALL-\d{13}-[0-9a-f]{6}$/),
+      token: onDraft.body.data.access_token,
+      roomName: callId,
+      host: `ws://127.0.0.1:${suite.server.port}/atoms/v1/agent/connect`,
       access_token: expect.stringMatching(TOKEN),
       expires_in: 30,
       sample_rate: 24000,
@@ -161,10 +167,17 @@ describe.each(testDialects())('calls and tokens on %s', (dialect) => {
       branchId: main,
     });
     const d = await promptOf(onDraft.body.data.access_token);
-    expect(d).toMatchObject({ prompt: 'Draft prompt.', source: 'draft', claims: { configSource: 'draft', branchId: main, revisionId: draft._id, variables: { name: 'Ava' } } });
+    expect(d).toMatchObject({ prompt: 'Draft prompt.', source: 'draft', claims: { configSource: 'draft', branchId: main, revisionId: draft._id, callId, variables: { name: 'Ava' } } });
+    // Without includeDraft (or with false) the branch head runs, even while a draft is open.
+    for (const body of [undefined, { includeDraft: false }]) {
+      const onHead = await tc(main, body);
+      expect(onHead.status, onHead.text).toBe(200);
+      expect(onHead.body.data).toMatchObject({ target: 'revision', draftId: null, mode: 'webcall' });
+      expect((await promptOf(onHead.body.data.access_token)).prompt).toBe('Revision two.');
+    }
 
     const onRev = await tc(main, { target: 'revision', revisionId: r1._id, mode: 'webcall' });
-    expect(onRev.status, onRev.text).toBe(201);
+    expect(onRev.status, onRev.text).toBe(200);
     expect(onRev.body.data).toMatchObject({ target: 'revision', revisionId: r1._id, draftId: null, mode: 'webcall' });
     expect(await promptOf(onRev.body.data.access_token)).toMatchObject({ prompt: 'Revision one.', source: 'revision', claims: { mode: 'webcall', revisionId: r1._id } });
     // revisionId alone implies target revision.
@@ -176,12 +189,12 @@ describe.each(testDialects())('calls and tokens on %s', (dialect) => {
     // A fork without a draft: its head revision.
     const fork = (await req('POST', `/agent/${agent}/branches`, { body: { sourceBranchId: main, name: 'fork' } })).body.data._id as string;
     const onHead = await tc(fork);
-    expect(onHead.status, onHead.text).toBe(201);
+    expect(onHead.status, onHead.text).toBe(200);
     expect(onHead.body.data).toMatchObject({ target: 'revision', branchId: fork });
     expect((await promptOf(onHead.body.data.access_token)).prompt).toBe('Revision two.');
 
     // The pinned draft is that draft: once discarded, the token's config no longer resolves.
-    const pinned = (await tc(main)).body.data.access_token as string;
+    const pinned = (await tc(main, { includeDraft: true })).body.data.access_token as string;
     expect((await req('DELETE', `/agent/${agent}/branches/${main}/draft`)).status).toBe(200);
     await expect(promptOf(pinned)).rejects.toMatchObject({ status: 404 });
 
@@ -227,6 +240,7 @@ describe.each(testDialects())('calls and tokens on %s', (dialect) => {
     expect(onDraft.status, onDraft.text).toBe(201);
     expect(onDraft.headers.get('deprecation')).toBe('true');
     expect(onDraft.body.data).toMatchObject({ access_token: expect.stringMatching(TOKEN), token: onDraft.body.data.access_token, target: 'draft', draftId: draft._id, mode: 'chat' });
+    expect(onDraft.body.data).toMatchObject({ conversationId: onDraft.body.data.callId, roomName: onDraft.body.data.callId, host: `ws://127.0.0.1:${suite.server.port}/atoms/v1/agent/connect` });
     const draftClaims = await consume(onDraft.body.data.access_token);
     expect(draftClaims).toMatchObject({ configSource: 'draft', revisionId: draft._id, branchId: main, mode: 'chat' });
 
@@ -292,6 +306,8 @@ describe.each(testDialects())('calls and tokens on %s', (dialect) => {
       });
       expect(updated).toBe(true);
       expect(await updateCall(db, 'CALL-0000000000000-000000', { status: 'failed' })).toBe(false);
+      // Transitions are ms from the call's start.
+      await db.updateTable('calls').set({ started_at: '2026-01-01T00:00:00.000Z' }).where('call_id', '=', created.callId).execute();
       return { callId: created.callId, first };
     });
 
@@ -331,7 +347,8 @@ describe.each(testDialects())('calls and tokens on %s', (dialect) => {
     expect(data._id).toMatch(/^[a-f\d]{24}$/);
     expect(data.agent).not.toHaveProperty('prompt');
     expect(data.turnLatencyMetrics).toMatchObject({ turns: 4, avgLatency: 675, medianLatency: 650, minLatency: 500, maxLatency: 900, latencies: [700, 500, 900, 600] });
-    expect(data.turnLatencyMetrics.transitions[0]).toEqual({ turn: 1, user_end: '2026-01-01T00:00:01.000Z', bot_start: '2026-01-01T00:00:01.700Z', latency: 700 });
+    expect(data.turnLatencyMetrics.transitions[0]).toEqual({ turn: 1, user_end: 1000, bot_start: 1700, latency: 700 });
+    expect(data.turnLatencyMetrics.transitions[1]).toEqual({ turn: 2, user_end: null, bot_start: null, latency: 500 });
     expect(typeof data.turnLatencyMetrics.processedAt).toBe('string');
 
     const plain = (await req('GET', `/conversation/${first.callId}`)).body.data;
@@ -339,10 +356,11 @@ describe.each(testDialects())('calls and tokens on %s', (dialect) => {
 
     const list = await req('GET', `/conversation?agentId=${agent}`);
     expect(list.status).toBe(200);
-    expect(list.body.data.total).toBe(2);
-    expect(list.body.data.conversations.map((c: any) => c.callId)).toEqual([callId, first.callId]);
+    expect(list.body.data.pagination).toEqual({ total: 2, page: 1, limit: 20, hasMore: false, totalPages: 1 });
+    expect(list.body.data.logs.map((c: any) => c.callId)).toEqual([callId, first.callId]);
     const paged = await req('GET', `/conversation?agentId=${agent}&page=2&limit=1`);
-    expect(paged.body.data.conversations.map((c: any) => c.callId)).toEqual([first.callId]);
+    expect(paged.body.data.logs.map((c: any) => c.callId)).toEqual([first.callId]);
+    expect(paged.body.data.pagination).toEqual({ total: 2, page: 2, limit: 1, hasMore: false, totalPages: 2 });
     for (const q of ['limit=0', 'limit=101', 'page=0', 'page=x']) expect((await req('GET', `/conversation?${q}`)).status, q).toBe(400);
     expect((await req('GET', '/conversation?agentId=0123456789abcdef01234567')).status).toBe(404);
 
@@ -350,7 +368,7 @@ describe.each(testDialects())('calls and tokens on %s', (dialect) => {
     const foreign = await req('GET', `/conversation/${callId}`, { key: otherKey });
     expect(foreign.status).toBe(403);
     expect(foreign.body.status).toBe(false);
-    expect((await req('GET', '/conversation', { key: otherKey })).body.data).toEqual({ conversations: [], total: 0 });
+    expect((await req('GET', '/conversation', { key: otherKey })).body.data).toEqual({ logs: [], pagination: { total: 0, page: 1, limit: 20, hasMore: false, totalPages: 0 } });
     expect((await req('GET', `/conversation?agentId=${agent}`, { key: otherKey })).status).toBe(403);
   });
 

@@ -121,7 +121,9 @@ describe('inference over HTTP', () => {
     const frames = (await stream.text()).split('\n\n').filter(Boolean).map((e) => JSON.parse(e.split('\n').find((l) => l.startsWith('data: '))!.slice(6)));
     expect(frames.at(-1)).toEqual({ done: true });
     expect(Object.keys(frames[0])).toEqual(['audio']);
-    expect((await tts({ text: 'x', voice_id: 'rms' }, '/unknown-model/get_speech')).status).toBe(404);
+    const unknown = await tts({ text: 'x', voice_id: 'rms' }, '/unknown-model/get_speech');
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toEqual({ error: 'NotFound', message: 'Unknown model "unknown-model"' });
   });
 
   it('answers bad synthesis input with 400 {error, message} naming each problem', async () => {

@@ -34,7 +34,8 @@ describe('POST /auth/token', () => {
     for (const ttl_seconds of [29, 901, 12.5, '300', null]) {
       const res = await mint({ ttl_seconds }, key);
       expect(res.status, String(ttl_seconds)).toBe(400);
-      expect(res.body).toMatchObject({ status: 'error', message: expect.stringContaining('ttl_seconds'), errors: [{ path: ['ttl_seconds'] }] });
+      const message = 'ttl_seconds must be an integer from 30 to 900';
+      expect(res.body).toEqual({ status: 'error', message, errors: [{ code: 'invalid_ttl', message, path: ['ttl_seconds'] }] });
     }
     expect((await mint({ ttl_seconds: 900 }, key)).status).toBe(201);
   });

@@ -22,3 +22,11 @@ export async function stopAndCollectProblems(server: TestServer): Promise<{ exit
   if (!aliveAtEnd) problems.push(`server exited during the run with code ${exit}`);
   return { exit, problems };
 }
+
+/** Benches measure how far the server goes: the concurrent-session caps (sized from these very benches) are lifted. */
+export const UNCAPPED_SESSIONS = {
+  PARLEY_MAX_SPEECH_SESSIONS: '10000',
+  PARLEY_MAX_SPEECH_SESSIONS_PER_KEY: '10000',
+  PARLEY_MAX_CHAT_SESSIONS: '10000',
+  PARLEY_MAX_CHAT_SESSIONS_PER_KEY: '10000',
+};

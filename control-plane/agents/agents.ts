@@ -1,4 +1,4 @@
-// Agents: create (with its Main branch, live), read with resolved config, list, update, archive, delete, config freeze.
+// Agents: create (with its Main branch, live), read with resolved config, list, update, widget settings, archive, delete, config freeze.
 import type { Db, Tx } from '../store/db.js';
 import type { AgentsTable } from '../store/schema.js';
 import type { Selectable } from 'kysely';
@@ -7,6 +7,8 @@ import { ApiError, badRequest, forbidden, locked, notFound } from '../errors.js'
 import { WORKFLOW_TYPES } from './config-schema.js';
 import { applyConfigPatch, defaultConfig, pickConfig, type AgentConfig, type BlockRefs } from './config.js';
 import { insertBranch, loadConfig, parseJson, storeBlocks } from './records.js';
+import { withTimezoneView } from './timezone.js';
+import { mergeWidgetConfig, storedWidgetConfig, widgetConfigView, type WidgetConfig } from './widget-config.js';
 import { intParam } from '../query.js';
 
 export type AgentRow = Selectable<AgentsTable>;
@@ -56,23 +58,45 @@ export async function createAgent(db: Db, actor: Actor, body: unknown): Promise<
   if (!WORKFLOW_TYPES.includes(workflowType as never)) errors.push(`workflowType: must be one of ${WORKFLOW_TYPES.join(', ')}`);
   const { merged, errors: configErrors } = applyConfigPatch(defaultConfig(), pickConfig(input));
   errors.push(...configErrors);
+  const widget = input.widgetConfig === undefined ? null : mergeWidgetConfig({}, input.widgetConfig);
+  errors.push(...(widget?.errors ?? []));
   if (errors.length) throw badRequest(errors);
+  const meta: Record<string, unknown> = { avatarUrl: input.avatarUrl ?? null, allowInboundCall: input.allowInboundCall ?? true, visibleToEveryone: input.visibleToEveryone ?? false };
+  if (widget) meta.widgetConfig = widget.merged;
+  return insertAgent(db, actor, {
+    name: (input.name as string).trim(),
+    description: (input.description as string | undefined) ?? null,
+    workflowType: workflowType as string,
+    meta,
+    config: merged,
+  });
+}
 
+export interface NewAgent {
+  name: string;
+  description: string | null;
+  workflowType: string;
+  meta: Record<string, unknown>;
+  /** The full configuration, already validated: it becomes the agent's base (unversioned) configuration. */
+  config: AgentConfig;
+}
+
+/** Inserts an agent, its configuration blocks and its Main branch (live, no revision yet: calls run the base config). */
+export async function insertAgent(db: Db, actor: Actor, agent: NewAgent): Promise<string> {
   const agentId = newId();
   const branchId = newId();
   const now = nowIso();
-  const meta = { avatarUrl: input.avatarUrl ?? null, allowInboundCall: input.allowInboundCall ?? true, visibleToEveryone: input.visibleToEveryone ?? false };
   await db.transaction().execute(async (tx) => {
     await tx
       .insertInto('agents')
       .values({
         id: agentId,
         org_id: actor.orgId,
-        name: (input.name as string).trim(),
-        description: (input.description as string | undefined) ?? null,
-        workflow_type: workflowType as string,
+        name: agent.name,
+        description: agent.description,
+        workflow_type: agent.workflowType,
         base_blocks: '{}',
-        meta: JSON.stringify(meta),
+        meta: JSON.stringify(agent.meta),
         default_branch_id: branchId,
         live_branch_id: branchId,
         versioned: 0,
@@ -84,7 +108,7 @@ export async function createAgent(db: Db, actor: Actor, body: unknown): Promise<
         updated_at: now,
       })
       .execute();
-    const refs = await storeBlocks(tx, agentId, merged);
+    const refs = await storeBlocks(tx, agentId, agent.config);
     await tx.updateTable('agents').set({ base_blocks: JSON.stringify(refs) }).where('id', '=', agentId).execute();
     await insertBranch(tx, { id: branchId, agentId, name: 'Main', actor: actor.name });
   });
@@ -119,7 +143,8 @@ export function agentSummary(agent: AgentRow, config: AgentConfig): Record<strin
     liveBranchId: agent.live_branch_id,
     configFreeze: freeze,
     ...meta,
-    ...config,
+    ...withTimezoneView(config),
+    widgetConfig: widgetConfigView(storedWidgetConfig(meta)),
   };
 }
 
@@ -160,7 +185,7 @@ export async function readAgent(db: Db, actor: Actor, agentId: string, query?: U
 export function resolvedConfig(config: AgentConfig): Record<string, unknown> {
   const language = (config.language ?? {}) as Record<string, unknown>;
   return {
-    ...config,
+    ...withTimezoneView(config),
     modelName: config.slmModel ?? null,
     defaultLanguage: language.default ?? null,
     supportedLanguages: language.supported ?? [],
@@ -211,8 +236,13 @@ export async function updateAgent(db: Db, actor: Actor, agentId: string, body: u
     if (agent.versioned) errors.push('workflowType: change it through a draft once the agent is versioned');
     else if (!WORKFLOW_TYPES.includes(input.workflowType as never)) errors.push(`workflowType: must be one of ${WORKFLOW_TYPES.join(', ')}`);
   }
-  if (errors.length) throw badRequest(errors);
   const meta = JSON.parse(agent.meta) as Record<string, unknown>;
+  if (input.widgetConfig !== undefined) {
+    const widget = mergeWidgetConfig(storedWidgetConfig(meta), input.widgetConfig);
+    errors.push(...widget.errors);
+    meta.widgetConfig = widget.merged;
+  }
+  if (errors.length) throw badRequest(errors);
   for (const f of META_FIELDS) if (input[f] !== undefined) meta[f] = input[f];
   await db.transaction().execute(async (tx) => {
     const refs = Object.keys(configPatch).length ? JSON.stringify(await storeBlocks(tx, agentId, merged)) : agent.base_blocks;
@@ -229,6 +259,27 @@ export async function updateAgent(db: Db, actor: Actor, agentId: string, body: u
       .where('id', '=', agentId)
       .execute();
   });
+}
+
+export async function getWidgetConfig(db: Db, actor: Actor, agentId: string): Promise<WidgetConfig> {
+  const agent = await loadAgent(db, actor, agentId);
+  return widgetConfigView(storedWidgetConfig(JSON.parse(agent.meta) as Record<string, unknown>));
+}
+
+/**
+ * `PATCH /agent/{id}/widget-config` with `{widgetConfig: {...}}`: metadata, so allowed on a versioned agent;
+ * refused (423) during a configuration freeze like every other write to the agent. Answers the widget as it now reads.
+ */
+export async function patchWidgetConfig(db: Db, actor: Actor, agentId: string, body: unknown): Promise<WidgetConfig> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('Request body must be a JSON object');
+  const patch = (body as Record<string, unknown>).widgetConfig;
+  if (patch === undefined) throw badRequest('widgetConfig: required, an object of widget settings');
+  const agent = await loadAgentForWrite(db, actor, agentId);
+  const meta = JSON.parse(agent.meta) as Record<string, unknown>;
+  const { merged, errors } = mergeWidgetConfig(storedWidgetConfig(meta), patch);
+  if (errors.length) throw badRequest(errors);
+  await db.updateTable('agents').set({ meta: JSON.stringify({ ...meta, widgetConfig: merged }), updated_at: nowIso() }).where('id', '=', agentId).execute();
+  return widgetConfigView(merged);
 }
 
 export async function deleteAgent(db: Db, actor: Actor, agentId: string): Promise<void> {

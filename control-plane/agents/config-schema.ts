@@ -1,21 +1,13 @@
 // Validation schema of each agent configuration field (wire names), with the ranges the wire doc gives.
 import { z } from 'zod';
 import { workflowGraphSchema } from '../../engine/agent/brains/workflow-schema.js';
+import { canonicalZone, timezoneSchema } from './timezone.js';
 
 const LANGS = ['en', 'hi', 'mr', 'gu', 'ta', 'es', 'north_indic', 'bn', 'or'] as const;
 const HTTP_METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'] as const;
 const E164 = /^\+[1-9]\d{6,14}$/;
 const noSpaces = z.string().min(1).max(64).regex(/^\S+$/, 'must not contain spaces');
 const range = (min: number, max: number) => z.number().min(min).max(max);
-
-const isIanaZone = (zone: string): boolean => {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: zone });
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 const language = z
   .object({
@@ -106,10 +98,7 @@ export const CONFIG_FIELDS: Record<string, z.ZodTypeAny> = {
   preCallAPI: z
     .object({ isEnabled: z.boolean().optional(), url: z.string().url(), method: z.enum(HTTP_METHODS), timeout: z.number().int().min(1).max(30).optional() })
     .passthrough(),
-  timezone: z.union([
-    z.string().refine(isIanaZone, 'must be an IANA time zone such as Europe/Berlin'),
-    z.object({ label: z.string().min(1), offset: z.number().min(-720).max(840) }).passthrough(),
-  ]),
+  timezone: timezoneSchema,
   globalKnowledgeBaseId: z.string().max(100),
   voiceDetectionConfig: z
     .object({ confidence: range(0, 1).optional(), minVolume: range(0, 1).optional(), triggerTimeInSecs: range(0, 10).optional(), releaseTimeInSecs: range(0, 10).optional() })
@@ -137,12 +126,17 @@ export const CONFIG_FIELDS: Record<string, z.ZodTypeAny> = {
   pronunciationDicts: z.array(z.object({ word: z.string().min(1), pronunciation: z.string().min(1) })).max(500),
   speechFormatting: z.boolean(),
   enableStyleGuide: z.boolean(),
-  widgetConfig: z.object({}).passthrough(),
   playbooks: z.array(z.object({}).passthrough()),
 };
 
 export const WORKFLOW_TYPES = ['single_prompt', 'workflow_graph'] as const;
 export type WorkflowType = (typeof WORKFLOW_TYPES)[number];
+
+/** Written values that have one stored form: a timezone object or string becomes its IANA name. Invalid values pass unchanged (validation names them). */
+export function normalizeField(field: string, value: unknown): unknown {
+  if (field === 'timezone') return canonicalZone(value) ?? value;
+  return value;
+}
 
 /** Validates one field; returns messages naming the field path. */
 export function validateField(field: string, value: unknown): string[] {

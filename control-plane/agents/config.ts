@@ -1,6 +1,6 @@
 // Agent configuration as the spec's blocks: which field lives in which section, defaults, merging and leaf paths.
 import { createHash } from 'node:crypto';
-import { CONFIG_FIELDS, validateField } from './config-schema.js';
+import { CONFIG_FIELDS, normalizeField, validateField } from './config-schema.js';
 
 export const SECTIONS = [
   'workflow_prompt',
@@ -58,7 +58,6 @@ export const FIELD_SECTION: Record<string, Section> = {
   speechFormatting: 'audio',
   enableStyleGuide: 'audio',
   redactionConfig: 'privacy',
-  widgetConfig: 'widget',
   playbooks: 'playbooks',
 };
 
@@ -67,9 +66,9 @@ export function sectionOf(field: string): Section | undefined {
   return Object.hasOwn(FIELD_SECTION, field) ? FIELD_SECTION[field] : undefined;
 }
 
-/** The configuration fields of a request body. */
+/** The configuration fields of a request body, each in its stored form (see `normalizeField`). */
 export function pickConfig(body: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(body).filter(([k]) => sectionOf(k) !== undefined));
+  return Object.fromEntries(Object.entries(body).filter(([k]) => sectionOf(k) !== undefined).map(([k, v]) => [k, normalizeField(k, v)]));
 }
 
 for (const field of Object.keys(CONFIG_FIELDS)) {

@@ -72,12 +72,13 @@ export async function putDraft(db: Db, actor: Actor, agentId: string, branchId: 
     const writes = leafWrites(patch);
     const changedSections = [...new Set(Object.keys(patch).map((f) => sectionOf(f) as Section))];
     const now = nowIso();
+    const nextWorkflowType = (workflowType as string | undefined) ?? draft?.workflow_type ?? tip.parent?.workflow_type ?? agent.workflow_type;
     let id: string;
     if (draft) {
       id = draft.id;
       await tx
         .updateTable('revisions')
-        .set({ blocks: JSON.stringify(refs), draft_revision: next, workflow_type: (workflowType as string | undefined) ?? draft.workflow_type, updated_at: now })
+        .set({ blocks: JSON.stringify(refs), draft_revision: next, workflow_type: nextWorkflowType, updated_at: now })
         .where('id', '=', id)
         .execute();
     } else {
@@ -106,7 +107,7 @@ export async function putDraft(db: Db, actor: Actor, agentId: string, branchId: 
           source_version_id: parent?.id ?? null,
           source_draft_id: null,
           blocks: JSON.stringify(refs),
-          workflow_type: (workflowType as string | undefined) ?? parent?.workflow_type ?? agent.workflow_type,
+          workflow_type: nextWorkflowType,
           parent_version: parent?.id ?? null,
           activated_by: null,
           activated_at: null,
@@ -124,7 +125,17 @@ export async function putDraft(db: Db, actor: Actor, agentId: string, branchId: 
     }
     await tx
       .insertInto('draft_edits')
-      .values({ id: newId(), draft_id: id, draft_revision: next, changes: JSON.stringify(writes), changed_sections: JSON.stringify(changedSections), editor: actor.name, created_at: now })
+      .values({
+        id: newId(),
+        draft_id: id,
+        draft_revision: next,
+        changes: JSON.stringify(writes),
+        changed_sections: JSON.stringify(changedSections),
+        editor: actor.name,
+        created_at: now,
+        blocks: JSON.stringify(refs),
+        workflow_type: nextWorkflowType,
+      })
       .execute();
     return id;
   });
@@ -161,12 +172,34 @@ export async function openDraft(q: Db | Tx, branch: BranchRow): Promise<Revision
   return q.selectFrom('revisions').selectAll().where('id', '=', branch.open_draft_id).executeTakeFirstOrThrow();
 }
 
-export async function draftDetail(q: Db | Tx, agent: AgentRow, draft: RevisionRow): Promise<Record<string, unknown>> {
-  const edits = await q.selectFrom('draft_edits').selectAll().where('draft_id', '=', draft.id).orderBy('draft_revision', 'desc').execute();
+/**
+ * The wire's DraftDetail: the draft, its edit count, and its edits newest first (at most `limit`), each as
+ * `{revision, changedSections, editorName}` where `revision` is the draft as that edit left it (a Revision record).
+ */
+export async function draftDetail(q: Db | Tx, agent: AgentRow, draft: RevisionRow, limit?: number): Promise<Record<string, unknown>> {
+  const edits = q.selectFrom('draft_edits').where('draft_id', '=', draft.id);
+  const count = Number((await edits.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+  let page = edits.selectAll().orderBy('draft_revision', 'desc');
+  if (limit !== undefined) page = page.limit(limit);
+  const liveHead = await liveHeadId(q, agent);
   return {
-    latest: revisionDto(draft, { liveHeadId: await liveHeadId(q, agent) }),
-    editCount: edits.length,
-    editHistory: edits.map((e) => ({ revision: e.draft_revision, changedSections: JSON.parse(e.changed_sections) as string[], editorName: e.editor, editedAt: e.created_at })),
+    latest: revisionDto(draft, { liveHeadId: liveHead }),
+    editCount: count,
+    editHistory: (await page.execute()).map((e) => ({
+      revision: revisionDto(
+        {
+          ...draft,
+          // Edits made before snapshots were kept (migration 0008) show the draft's current content.
+          blocks: e.blocks ?? draft.blocks,
+          workflow_type: e.workflow_type ?? draft.workflow_type,
+          draft_revision: e.draft_revision,
+          updated_at: e.created_at,
+        },
+        { liveHeadId: liveHead },
+      ),
+      changedSections: JSON.parse(e.changed_sections) as string[],
+      editorName: e.editor,
+    })),
   };
 }
 

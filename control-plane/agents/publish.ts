@@ -8,8 +8,8 @@ import type { BlockRefs, Section } from './config.js';
 import { loadAgentForWrite, type Actor, type AgentRow } from './agents.js';
 import { assertWritable, liveHeadId, loadBranch, scanningRevision } from './branches.js';
 import { openDraft } from './drafts.js';
-import { loadConfig, loadSections, markBlocksPassed, parseJson, promptScoreKey, revisionDto, unscannedSections, type PendingPublish, type RevisionRow, type SecurityCheck } from './records.js';
-import { scorePrompt } from './prompt-score.js';
+import { loadSections, markBlocksPassed, parseJson, promptScoreKey, revisionDto, unscannedSections, type PendingPublish, type RevisionRow, type SecurityCheck } from './records.js';
+import { scoreBlocks } from './prompt-scoring.js';
 import { summarizeFindings, type ScanRule } from './security-scan.js';
 import type { ScanOutcome, ScanRunner } from './scan-runner.js';
 
@@ -183,7 +183,7 @@ export class PublishService {
       if (!row) return false;
       const refs = JSON.parse(row.blocks) as BlockRefs;
       const number = await nextRevisionNumber(tx, branchId);
-      const score = await this.score(tx, refs, row.workflow_type);
+      const score = await scoreBlocks(tx, refs, row.workflow_type);
       const now = nowIso();
       const check = parseJson<SecurityCheck>(row.security_check);
       await markBlocksPassed(tx, refs);
@@ -221,19 +221,6 @@ export class PublishService {
       await tx.updateTable('agents').set({ versioned: 1, updated_at: now }).where('id', '=', agentId).execute();
       await tx.updateTable('revisions').set({ activated_by: actorName, activated_at: now }).where('id', '=', revisionId).execute();
     }
-  }
-
-  private async score(q: Tx, refs: BlockRefs, workflowType: string): Promise<unknown> {
-    const config = await loadConfig(q, refs);
-    const tools = (config.tools as { name?: string }[] | undefined) ?? [];
-    const result = scorePrompt({
-      prompt: String(config.prompt ?? ''),
-      globalPrompt: typeof config.globalPrompt === 'string' ? config.globalPrompt : undefined,
-      firstMessage: typeof config.firstMessage === 'string' ? config.firstMessage : undefined,
-      toolNames: tools.map((t) => String(t.name ?? '')).filter(Boolean),
-      workflowType: workflowType === 'workflow_graph' ? 'workflow_graph' : 'single_prompt',
-    });
-    return { ...result, scoredAt: nowIso() };
   }
 
   async restore(actor: Actor, agentId: string, branchId: string, revisionId: string, body: unknown): Promise<PublishResult> {

@@ -100,19 +100,42 @@ export async function v1GetVersion(db: Db, actor: Actor, agentId: string, versio
   };
 }
 
-export async function v1GetDraft(db: Db, actor: Actor, agentId: string, draftId: string): Promise<Record<string, unknown>> {
+/** v1 `GET /drafts/{draftId}`; `?limit=1..100` caps the edit history (all edits without it). */
+export async function v1GetDraft(db: Db, actor: Actor, agentId: string, draftId: string, query?: URLSearchParams): Promise<Record<string, unknown>> {
+  const limit = query?.has('limit') ? intParam(query, 'limit', 100, 1, 100) : undefined;
   const agent = await loadAgent(db, actor, agentId);
+  return draftDetail(db, agent, await loadOpenDraft(db, agent, draftId), limit);
+}
+
+async function loadOpenDraft(db: Db, agent: AgentRow, draftId: string): Promise<RevisionRow> {
   const row = await loadRevision(db, agent, draftId);
   if (row.status !== 'draft' || row.listed_at !== null) throw notFound('Draft not found');
-  return draftDetail(db, agent, row);
+  return row;
 }
 
 /** v1 `AgentVersionDiff`-style result: per changed section, its content before and after. */
 export async function v1Diff(db: Db, actor: Actor, agentId: string, a: string | null, b: string | null): Promise<Record<string, unknown>> {
   if (!a || !b) throw badRequest('Both versions to compare are required');
   const agent = await loadAgent(db, actor, agentId);
-  const configA = await loadConfig(db, JSON.parse((await loadRevision(db, agent, a)).blocks) as BlockRefs);
-  const configB = await loadConfig(db, JSON.parse((await loadRevision(db, agent, b)).blocks) as BlockRefs);
+  const refsA = JSON.parse((await loadRevision(db, agent, a)).blocks) as BlockRefs;
+  return sectionDiff(db, refsA, JSON.parse((await loadRevision(db, agent, b)).blocks) as BlockRefs);
+}
+
+/**
+ * v1 `GET /drafts/{draftId}/diff`: the draft against `compareTo`, or without it against the revision the draft
+ * started from (its parent), or, for a draft begun before the first commit, the agent's base configuration.
+ */
+export async function v1DraftDiff(db: Db, actor: Actor, agentId: string, draftId: string, compareTo: string | null): Promise<Record<string, unknown>> {
+  const agent = await loadAgent(db, actor, agentId);
+  const draft = await loadOpenDraft(db, agent, draftId);
+  const base = compareTo ?? draft.parent_version;
+  const refsA = base ? (JSON.parse((await loadRevision(db, agent, base)).blocks) as BlockRefs) : (JSON.parse(agent.base_blocks) as BlockRefs);
+  return sectionDiff(db, refsA, JSON.parse(draft.blocks) as BlockRefs);
+}
+
+async function sectionDiff(db: Db, refsA: BlockRefs, refsB: BlockRefs): Promise<Record<string, unknown>> {
+  const configA = await loadConfig(db, refsA);
+  const configB = await loadConfig(db, refsB);
   const before = splitConfig(configA);
   const after = splitConfig(configB);
   const { diffs } = diffConfigs(configA, configB);

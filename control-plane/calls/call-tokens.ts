@@ -20,6 +20,8 @@ export interface CallTokenInput {
   branchId: string | null;
   /** The revisions row to run (a draft's id for a draft); null for the live config (resolved at connect time). */
   revisionId: string | null;
+  /** The call id the session's record takes (announced by a test call); absent: a new one at connect time. */
+  callId?: string | null;
 }
 
 export interface CallTokenClaims extends CallTokenInput {
@@ -51,6 +53,7 @@ export async function mintCallToken(db: Db, input: CallTokenInput): Promise<Mint
       config_source: input.configSource,
       branch_id: input.branchId,
       revision_id: input.revisionId,
+      call_id: input.callId ?? null,
       sample_rate: CALL_TOKEN_SAMPLE_RATE,
       expires_at: new Date(now + CALL_TOKEN_TTL_S * 1000).toISOString(),
       used_at: null,
@@ -87,10 +90,16 @@ export async function consumeCallToken(db: Db, token: string): Promise<CallToken
     configSource: row.config_source as ConfigSource,
     branchId: row.branch_id,
     revisionId: row.revision_id,
+    callId: row.call_id,
     sampleRate: Number(row.sample_rate),
     expiresAt: row.expires_at,
     createdAt: row.created_at,
   };
+}
+
+/** Makes a redeemed token usable again (its session was refused before it began); it still expires as minted. */
+export async function restoreCallToken(db: Db, token: string): Promise<void> {
+  await db.updateTable('call_tokens').set({ used_at: null }).where('token_hash', '=', hashCallToken(token)).execute();
 }
 
 /** Deletes tokens used or expired more than an hour ago. */

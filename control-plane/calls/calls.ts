@@ -1,18 +1,20 @@
-// Call records: create and update (the runtime), read and list (GET /conversation/{id}, GET /conversation) in the wire's shape.
+// Call records: create and update (the runtime), read one (GET /conversation/{id}) in the wire's shape; lists are in call-list.ts.
 import { randomBytes } from 'node:crypto';
 import type { Selectable, Updateable } from 'kysely';
 import type { Db, Tx } from '../store/db.js';
 import type { CallsTable } from '../store/schema.js';
 import { newId, nowIso } from '../store/ids.js';
-import { badRequest, forbidden, notFound } from '../errors.js';
-import { loadAgent, type Actor } from '../agents/agents.js';
+import { forbidden, notFound } from '../errors.js';
+import type { Actor } from '../agents/agents.js';
 import { parseJson } from '../agents/records.js';
 import { recordingIdentifier } from '../recordings/object-store.js';
-import { intParam } from '../query.js';
+import { loadTurns } from './turns.js';
 
 export type CallRow = Selectable<CallsTable>;
-export type CallStatus = 'pending' | 'in_progress' | 'in_queue' | 'processing' | 'active' | 'completed' | 'failed' | 'no_answer' | 'cancelled';
-export type CallType = 'webcall' | 'telephony_inbound' | 'telephony_outbound';
+export const CALL_STATUSES = ['pending', 'in_progress', 'in_queue', 'processing', 'active', 'completed', 'failed', 'no_answer', 'cancelled'] as const;
+export type CallStatus = (typeof CALL_STATUSES)[number];
+export const CALL_TYPES = ['webcall', 'telephony_inbound', 'telephony_outbound'] as const;
+export type CallType = (typeof CALL_TYPES)[number];
 export type CallMode = 'webcall' | 'chat';
 export type ConfigSource = 'live' | 'draft' | 'revision';
 
@@ -26,13 +28,14 @@ export interface TranscriptEntry {
 
 /**
  * One turn's latency record as the runtime stores it (the engine's TurnMetrics; other fields pass through).
- * `e2eMs` (end of user speech to first agent audio) feeds `turnLatencyMetrics`; `userEnd` / `botStart` its transitions.
+ * `e2eMs` (end of user speech to first agent audio) feeds `turnLatencyMetrics`; `userEnd` / `botStart` (ISO times, or
+ * ms from the start of the call) its transitions.
  */
 export interface TurnMetric {
   turn?: number;
   e2eMs?: number | null;
-  userEnd?: string | null;
-  botStart?: string | null;
+  userEnd?: string | number | null;
+  botStart?: string | number | null;
 }
 
 export interface CallMetrics {
@@ -140,20 +143,9 @@ type AgentBrief = { _id: string; name: string; workflowType: string } | null;
 export async function readCall(db: Db, actor: Actor, callId: string): Promise<Record<string, unknown>> {
   const row = await loadCall(db, actor, callId);
   const agents = await agentBriefs(db, [row.agent_id]);
-  return callDto(row, agents.get(row.agent_id) ?? null);
-}
-
-export async function listCalls(db: Db, actor: Actor, query: URLSearchParams): Promise<{ conversations: Record<string, unknown>[]; total: number }> {
-  const page = intParam(query, 'page', 1, 1, 1_000_000);
-  const limit = intParam(query, 'limit', 20, 1, 100);
-  const agentId = query.get('agentId');
-  if (agentId !== null) await loadAgent(db, actor, agentId);
-  let base = db.selectFrom('calls').where('org_id', '=', actor.orgId);
-  if (agentId !== null) base = base.where('agent_id', '=', agentId);
-  const total = Number((await base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
-  const rows = await base.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).offset((page - 1) * limit).execute();
-  const agents = await agentBriefs(db, rows.map((r) => r.agent_id));
-  return { conversations: rows.map((r) => callDto(r, agents.get(r.agent_id) ?? null)), total };
+  // A running call's transcript is in its turn rows; an ended call's record holds it whole.
+  const transcript = row.ended_at === null ? await loadTurns(db, row.call_id) : (parseJson<TranscriptEntry[]>(row.transcript) ?? []);
+  return callDto(row, agents.get(row.agent_id) ?? null, transcript);
 }
 
 async function agentBriefs(db: Db, ids: string[]): Promise<Map<string, AgentBrief>> {
@@ -163,10 +155,18 @@ async function agentBriefs(db: Db, ids: string[]): Promise<Map<string, AgentBrie
   return new Map(rows.map((a) => [a.id, { _id: a.id, name: a.name, workflowType: a.workflow_type }]));
 }
 
-function callDto(row: CallRow, agent: AgentBrief): Record<string, unknown> {
+/** The call's duration in seconds: as recorded, else from its end time; null while it runs. */
+export const callDuration = (row: CallRow): number | null =>
+  row.duration_s ?? (row.ended_at ? (Date.parse(row.ended_at) - Date.parse(row.started_at)) / 1000 : null);
+
+/** The post-call analytics the runtime stored in the call's metrics, if any. */
+export const postCallAnalytics = (metrics: CallMetrics | null): Record<string, unknown> | null =>
+  metrics && typeof metrics.analytics === 'object' && metrics.analytics ? (metrics.analytics as Record<string, unknown>) : null;
+
+function callDto(row: CallRow, agent: AgentBrief, entries: TranscriptEntry[]): Record<string, unknown> {
   const metrics = parseJson<CallMetrics>(row.metrics);
-  const transcript = (parseJson<TranscriptEntry[]>(row.transcript) ?? []).map((t) => ({ role: t.role, content: t.content, timestamp: t.timestamp, ...(t.interrupted ? { interrupted: true } : {}) }));
-  const duration = row.duration_s ?? (row.ended_at ? (Date.parse(row.ended_at) - Date.parse(row.started_at)) / 1000 : null);
+  const transcript = entries.map((t) => ({ role: t.role, content: t.content, timestamp: t.timestamp, ...(t.interrupted ? { interrupted: true } : {}) }));
+  const duration = callDuration(row);
   return {
     _id: row.id,
     callId: row.call_id,
@@ -184,8 +184,8 @@ function callDto(row: CallRow, agent: AgentBrief): Record<string, unknown> {
     callCost: 0,
     callFailureReason: row.status === 'failed' ? row.end_reason : null,
     retryCallId: null,
-    postCallAnalytics: metrics && typeof metrics.analytics === 'object' && metrics.analytics ? metrics.analytics : null,
-    turnLatencyMetrics: turnLatencyMetrics(metrics, row.updated_at),
+    postCallAnalytics: postCallAnalytics(metrics),
+    turnLatencyMetrics: turnLatencyMetrics(metrics, row.updated_at, row.started_at),
     turnMetrics: Array.isArray(metrics?.turns) ? metrics.turns : null,
     voiceConfigUsed: parseJson<Record<string, unknown>>(row.voice_config),
     slmModelUsed: row.slm_model,
@@ -202,8 +202,19 @@ function callDto(row: CallRow, agent: AgentBrief): Record<string, unknown> {
   };
 }
 
-/** The wire's `turnLatencyMetrics` (ms) from the turns that have an end-to-end latency; null when there are none. */
-export function turnLatencyMetrics(metrics: CallMetrics | null, fallbackProcessedAt: string): Record<string, unknown> | null {
+/** A transition time as ms from the start of the call (`startedAt`, ISO); a number is taken as that offset already. */
+function msFromStart(at: string | number | null | undefined, startedAt: string): number | null {
+  if (typeof at === 'number') return Number.isFinite(at) ? Math.round(at) : null;
+  if (typeof at !== 'string') return null;
+  const ms = Date.parse(at) - Date.parse(startedAt);
+  return Number.isFinite(ms) ? ms : null;
+}
+
+/**
+ * The wire's `turnLatencyMetrics` (ms) from the turns that have an end-to-end latency; null when there are none.
+ * Transitions' `user_end` / `bot_start` are ms from `startedAt` (the call's start).
+ */
+export function turnLatencyMetrics(metrics: CallMetrics | null, fallbackProcessedAt: string, startedAt: string): Record<string, unknown> | null {
   if (!metrics || !Array.isArray(metrics.turns)) return null;
   const timed = metrics.turns
     .map((t, i) => ({ t, turn: typeof t.turn === 'number' ? t.turn : i + 1 }))
@@ -220,7 +231,7 @@ export function turnLatencyMetrics(metrics: CallMetrics | null, fallbackProcesse
     minLatency: sorted[0],
     maxLatency: sorted[sorted.length - 1],
     latencies,
-    transitions: timed.map(({ t, turn }) => ({ turn, user_end: t.userEnd ?? null, bot_start: t.botStart ?? null, latency: t.e2eMs })),
+    transitions: timed.map(({ t, turn }) => ({ turn, user_end: msFromStart(t.userEnd, startedAt), bot_start: msFromStart(t.botStart, startedAt), latency: t.e2eMs })),
     processedAt: metrics.processedAt ?? fallbackProcessedAt,
   };
 }

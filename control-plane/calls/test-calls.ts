@@ -5,7 +5,7 @@ import { loadAgent, type Actor } from '../agents/agents.js';
 import { loadBranch } from '../agents/branches.js';
 import { resolveCallConfig, type CallTarget, type ResolvedCallConfig } from './call-config.js';
 import { mintCallToken } from './call-tokens.js';
-import type { CallMode } from './calls.js';
+import { newCallId, type CallMode } from './calls.js';
 import { parseCallVariables, type CallVariables } from './variables.js';
 
 export interface TestCallRequest {
@@ -21,6 +21,15 @@ export interface ResolvedTestCall extends ResolvedCallConfig {
 }
 
 export interface TestCallGrant {
+  /** The call id the session's record will have (`CALL-...`); the wire wants it under both names. */
+  conversationId: string;
+  callId: string;
+  /** The `wct_` token (also as `access_token`, as register-call names it). */
+  token: string;
+  /** A web call has no media room here: the call id names the session. */
+  roomName: string;
+  /** The agent WebSocket URL to connect to with `?token=`. */
+  host: string;
   access_token: string;
   expires_in: number;
   sample_rate: number;
@@ -44,44 +53,60 @@ function parseMode(raw: unknown, dflt: CallMode, errors: string[]): CallMode {
   return dflt;
 }
 
-/** Validates a v2 test-call body (unknown fields are ignored, so later fields such as `messages` pass through). */
+/**
+ * Validates a v2 test-call body (the wire's `TestCallV2Request`; unknown fields are ignored, so later fields such as
+ * `messages` pass through). `includeDraft: true` (or our `target: "draft"`) runs the open draft; `revisionId` a
+ * revision; neither: the branch head. `mode` defaults to `webcall`, as on the wire.
+ */
 export function parseTestCallBody(body: unknown): TestCallRequest {
   const input = asObject(body);
   const errors: string[] = [];
-  const { target, revisionId } = input;
+  const { target, revisionId, includeDraft } = input;
+  if (includeDraft !== undefined && typeof includeDraft !== 'boolean') errors.push('includeDraft: must be a boolean');
   if (target !== undefined && target !== 'draft' && target !== 'revision') errors.push('target: must be draft or revision');
   if (revisionId !== undefined && (typeof revisionId !== 'string' || !/^[a-f\d]{24}$/.test(revisionId))) errors.push('revisionId: must be a 24-hex revision id');
   if (target === 'revision' && revisionId === undefined) errors.push('revisionId: required with target revision');
   if (target === 'draft' && revisionId !== undefined) errors.push('revisionId: only with target revision');
-  const mode = parseMode(input.mode, 'chat', errors);
+  if (includeDraft === true && (revisionId !== undefined || target === 'revision')) errors.push('includeDraft: true excludes revisionId (a draft or a revision, not both)');
+  if (includeDraft === false && target === 'draft') errors.push('includeDraft: false contradicts target draft');
+  const mode = parseMode(input.mode, 'webcall', errors);
   const vars = parseCallVariables(input.variables);
   errors.push(...vars.errors);
   if (errors.length) throw badRequest(errors);
+  const chosen = includeDraft === true ? 'draft' : (target as 'draft' | 'revision' | undefined) ?? (revisionId !== undefined ? 'revision' : undefined);
   return {
-    ...(target !== undefined ? { target: target as 'draft' | 'revision' } : revisionId !== undefined ? { target: 'revision' as const } : {}),
+    ...(chosen !== undefined ? { target: chosen } : {}),
     ...(revisionId !== undefined ? { revisionId: revisionId as string } : {}),
     mode,
     variables: vars.variables,
   };
 }
 
-/** What a test call on a branch runs: the chosen target, else the open draft, else the branch head revision. */
+/**
+ * What a test call on a branch runs: the chosen draft or revision, else the branch head revision (even while a
+ * draft is open), else the unversioned live configuration of a live branch with no commit yet.
+ */
 export async function resolveTestCall(db: Db, actor: Actor, agentId: string, branchId: string, req: Pick<TestCallRequest, 'target' | 'revisionId'>): Promise<ResolvedTestCall> {
   const agent = await loadAgent(db, actor, agentId);
   const branch = await loadBranch(db, agent, branchId);
   let target: CallTarget;
   if (req.target === 'revision') target = { kind: 'revision', revisionId: req.revisionId as string, branchId };
-  else if (req.target === 'draft' || branch.open_draft_id) target = { kind: 'draft', branchId };
+  else if (req.target === 'draft') target = { kind: 'draft', branchId };
   else if (branch.head_revision_id) target = { kind: 'revision', revisionId: branch.head_revision_id, branchId };
   else if (agent.live_branch_id === branch.id) target = { kind: 'live' };
-  else throw conflict('no_committed_revision', 'The branch has neither an open draft nor a committed revision to test');
+  else throw conflict('no_committed_revision', 'The branch has no committed revision to test (send includeDraft: true to test its open draft)');
   const resolved = await resolveCallConfig(db, actor, agentId, target);
   return { ...resolved, target: target.kind === 'draft' ? 'draft' : target.kind === 'revision' ? 'revision' : 'live' };
 }
 
-/** Mints the wct_ token of a resolved test call: its claims pin the draft or revision the session must run. */
-export async function grantTestCall(db: Db, actor: Actor, resolved: ResolvedTestCall, mode: CallMode, variables: CallVariables): Promise<TestCallGrant> {
+/**
+ * Mints the wct_ token of a resolved test call: its claims pin the draft or revision the session must run, and the
+ * call id its record will take. `host` is the agent WebSocket URL (the transport knows it).
+ */
+export async function grantTestCall(db: Db, actor: Actor, resolved: ResolvedTestCall, mode: CallMode, variables: CallVariables, host: string): Promise<TestCallGrant> {
+  const callId = newCallId();
   const minted = await mintCallToken(db, {
+    callId,
     orgId: actor.orgId,
     agentId: resolved.agent.id,
     mode,
@@ -92,6 +117,11 @@ export async function grantTestCall(db: Db, actor: Actor, resolved: ResolvedTest
     revisionId: resolved.configSource === 'live' ? null : resolved.revisionId,
   });
   return {
+    conversationId: callId,
+    callId,
+    token: minted.token,
+    roomName: callId,
+    host,
     access_token: minted.token,
     expires_in: minted.expiresIn,
     sample_rate: minted.sampleRate,
@@ -104,8 +134,8 @@ export async function grantTestCall(db: Db, actor: Actor, resolved: ResolvedTest
 }
 
 /** `POST /agent/{id}/branches/{branchId}/test-call`: resolve, then mint. */
-export async function mintTestCall(db: Db, actor: Actor, agentId: string, branchId: string, req: TestCallRequest): Promise<TestCallGrant> {
-  return grantTestCall(db, actor, await resolveTestCall(db, actor, agentId, branchId, req), req.mode, req.variables);
+export async function mintTestCall(db: Db, actor: Actor, agentId: string, branchId: string, req: TestCallRequest, host: string): Promise<TestCallGrant> {
+  return grantTestCall(db, actor, await resolveTestCall(db, actor, agentId, branchId, req), req.mode, req.variables, host);
 }
 
 /** Legacy v1 `POST /agent/{id}/drafts/{draftId}/test-call` and `/versions/{versionId}/test-call` (a versionId is a revisionId). */
@@ -115,7 +145,8 @@ export async function mintV1TestCall(
   agentId: string,
   of: { draftId: string } | { versionId: string },
   body: unknown,
-): Promise<TestCallGrant & { token: string }> {
+  host: string,
+): Promise<TestCallGrant> {
   const input = asObject(body);
   const errors: string[] = [];
   const mode = parseMode(input.mode, 'webcall', errors);
@@ -125,6 +156,5 @@ export async function mintV1TestCall(
   if (errors.length) throw badRequest(errors);
   const target: CallTarget = 'draftId' in of ? { kind: 'v1draft', draftId: of.draftId } : { kind: 'revision', revisionId: of.versionId };
   const resolved = await resolveCallConfig(db, actor, agentId, target);
-  const grant = await grantTestCall(db, actor, { ...resolved, target: 'draftId' in of ? 'draft' : 'revision' }, mode, vars.variables);
-  return { ...grant, token: grant.access_token };
+  return grantTestCall(db, actor, { ...resolved, target: 'draftId' in of ? 'draft' : 'revision' }, mode, vars.variables, host);
 }

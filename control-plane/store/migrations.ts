@@ -276,6 +276,35 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('webhook_outbox_webhook').on('webhook_outbox').columns(['webhook_id', 'seq']).execute();
     },
   },
+  '0007_call_token_call_id': {
+    async up(db: Kysely<any>) {
+      // The call id a test call announced when it minted the token; the session's call record takes it.
+      await db.schema.alterTable('call_tokens').addColumn('call_id', 'text').execute();
+    },
+  },
+  '0008_draft_edit_snapshots': {
+    async up(db: Kysely<any>) {
+      // What the draft was after each edit (block references and workflow type): the editHistory's Revision snapshots.
+      await db.schema.alterTable('draft_edits').addColumn('blocks', 'text').execute();
+      await db.schema.alterTable('draft_edits').addColumn('workflow_type', 'text').execute();
+    },
+  },
+  '0009_call_turns': {
+    async up(db: Kysely<any>) {
+      // A running call's transcript, a row per entry, written as turns happen (the call record gets the whole
+      // transcript once, when the call ends, and these rows go).
+      await db.schema
+        .createTable('call_turns')
+        .addColumn('call_id', 'text', (c) => c.notNull())
+        .addColumn('seq', 'integer', (c) => c.notNull())
+        .addColumn('role', 'text', (c) => c.notNull())
+        .addColumn('content', 'text', (c) => c.notNull())
+        .addColumn('at', 'text', (c) => c.notNull())
+        .addColumn('interrupted', 'integer', (c) => c.notNull().defaultTo(0))
+        .addPrimaryKeyConstraint('call_turns_pk', ['call_id', 'seq'])
+        .execute();
+    },
+  },
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -117,6 +117,10 @@ export interface DraftEditsTable {
   changed_sections: string;
   editor: string;
   created_at: string;
+  /** JSON BlockRefs of the draft after this edit; null on edits made before 0008. */
+  blocks: string | null;
+  /** The draft's workflow type after this edit; null on edits made before 0008. */
+  workflow_type: string | null;
 }
 
 /** Secrets the server generates for itself (for example the access-token signing key). */
@@ -163,6 +167,17 @@ export interface CallsTable {
   updated_at: string;
 }
 
+/** A running call's transcript entries (`seq` from 0), upserted as turns happen; removed when the call ends. */
+export interface CallTurnsTable {
+  call_id: string;
+  seq: number;
+  role: string;
+  content: string;
+  /** ISO time of the entry. */
+  at: string;
+  interrupted: number;
+}
+
 /** Single-use `wct_` agent WebSocket tokens, stored only as SHA-256 hashes. */
 export interface CallTokensTable {
   token_hash: string;
@@ -174,6 +189,8 @@ export interface CallTokensTable {
   branch_id: string | null;
   /** The revisions row the session runs (a draft's id for a draft test call); null for the live config. */
   revision_id: string | null;
+  /** The call id announced at mint time (test calls); null: a new one when the session opens. */
+  call_id: Generated<string | null>;
   sample_rate: number;
   expires_at: string;
   used_at: string | null;
@@ -267,6 +284,7 @@ export interface Database {
   draft_edits: DraftEditsTable;
   server_secrets: ServerSecretsTable;
   calls: CallsTable;
+  call_turns: CallTurnsTable;
   call_tokens: CallTokensTable;
   secrets: SecretsTable;
   webhooks: WebhooksTable;

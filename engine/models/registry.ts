@@ -2,7 +2,7 @@
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { MonoAudio } from '../audio/types.js';
-import { FLITE_VOICES, FliteSynthesizer } from './flite.js';
+import { DEFAULT_FLITE_VOICE, FLITE_VOICES, FliteSynthesizer } from './flite.js';
 import { PiperVoice } from './piper.js';
 import { SileroVadModel } from './silero.js';
 import { WhisperPool } from './whisper/pool.js';
@@ -60,6 +60,8 @@ export interface RegistryOptions {
 export class UnknownVoiceError extends Error {}
 
 export class ModelRegistry {
+  /** The default voice (Flite's default, slt): listed first in the catalog and marked there. */
+  readonly defaultVoiceId: string = DEFAULT_FLITE_VOICE;
   readonly queue: InferenceQueue;
   readonly sttBeams: number;
   readonly sttLiveBeams: number;
@@ -108,8 +110,10 @@ export class ModelRegistry {
     ];
   }
 
+  /** Every voice, the default first. */
   voices(): VoiceEntry[] {
-    const flite: VoiceEntry[] = FLITE_VOICES.map((v) => ({
+    const ordered = [...FLITE_VOICES].sort((a, b) => Number(b.id === this.defaultVoiceId) - Number(a.id === this.defaultVoiceId));
+    const flite: VoiceEntry[] = ordered.map((v) => ({
       voiceId: v.id,
       displayName: v.id,
       model: 'flite',

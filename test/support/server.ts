@@ -118,11 +118,12 @@ export class TestServer {
   }
 }
 
-export async function startServer(options: { store: StoreEnv; env?: Record<string, string> }): Promise<TestServer> {
+/** `root`: the checkout to run the server from (benches compare another build side by side); default this one. */
+export async function startServer(options: { store: StoreEnv; env?: Record<string, string>; root?: string }): Promise<TestServer> {
   const key = `sk_test_${randomBytes(16).toString('hex')}`;
   // Models load lazily unless a suite asks for warm-up (most suites never touch them).
   const env = { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', PARLEY_WARM_MODELS: 'false', PARLEY_ALLOW_PRIVATE_EGRESS: '1', PARLEY_BOOTSTRAP_KEY: key, ...options.store.env, ...options.env } as Record<string, string>;
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], { cwd: options.root ?? ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const server = new TestServer(proc, key, options.store, env);
   const onLine = (resolve: () => void) => (chunk: Buffer) => {
     for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) {

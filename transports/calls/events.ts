@@ -3,6 +3,7 @@
 // loses none, and delivered in that order by the webhook dispatcher.
 import type { Db, Tx } from '../../control-plane/store/db.js';
 import { updateCall, type CallPatch, type CallType, type TranscriptEntry } from '../../control-plane/calls/calls.js';
+import { clearTurns } from '../../control-plane/calls/turns.js';
 import { recordingIdentifier } from '../../control-plane/recordings/object-store.js';
 import { enqueueEvent } from '../../control-plane/webhooks/outbox.js';
 import type { Vars } from '../../engine/agent/types.js';
@@ -67,6 +68,8 @@ export class CallEvents {
     const transcript = end.transcript.map((t) => ({ role: t.role, content: t.content, timestamp: t.timestamp }));
     await this.db.transaction().execute(async (tx) => {
       await updateCall(tx, this.info.callId, patch);
+      // The record now holds the whole transcript: the per-turn rows of the running call go.
+      if (patch.transcript) await clearTurns(tx, this.info.callId);
       await this.queue(tx, 'post-conversation', {
         ...this.base('post-conversation'),
         recordingUrl: patch.recordingMono ? recordingIdentifier(patch.recordingMono) : null,

@@ -3,7 +3,8 @@
 import type { Logger } from 'pino';
 import type { Db } from '../../control-plane/store/db.js';
 import type { ResolvedCallConfig } from '../../control-plane/calls/call-config.js';
-import { createCall, newCallId, updateCall, type CallMode, type CallType, type TranscriptEntry } from '../../control-plane/calls/calls.js';
+import { CallRecordWriter } from './record-writer.js';
+import { createCall, newCallId, type CallMode, type CallType, type TranscriptEntry } from '../../control-plane/calls/calls.js';
 import type { SecretVault } from '../../control-plane/secrets/vault.js';
 import { AgentSession, type SessionEvent } from '../../engine/agent/session.js';
 import type { LlmEndpoint, Vars } from '../../engine/agent/types.js';
@@ -106,7 +107,7 @@ export class CallRuntime {
       client: call.clientTools,
       onVariables: (values) => {
         Object.assign(variables, values);
-        write({ variables: { ...variables } });
+        writer.update({ variables: { ...variables } });
       },
     });
     const brain = await createBrain(spec, resolved.config, { vault: this.deps.vault, orgId, defaultLlm: this.deps.defaultLlm }, tools.libraryFunctions(library));
@@ -139,13 +140,8 @@ export class CallRuntime {
     metrics.opened(call.mode);
     const recorder = call.mode === 'webcall' ? new CallRecorder(call.outputRate) : null;
 
-    // Record writes go out one after another, so a later state never lands before an earlier one.
-    let writes: Promise<unknown> = Promise.resolve();
-    const write = (patch: Parameters<typeof updateCall>[2]) => {
-      writes = writes
-        .then(() => updateCall(db, callId, patch))
-        .catch((err: unknown) => logger.warn({ err: err instanceof Error ? err.message : String(err), callId }, 'could not update the call record'));
-    };
+    // Record writes go out one after another (a later state never lands before an earlier one), coalesced under load.
+    let writer!: CallRecordWriter;
     let resolveFinished!: () => void;
     const finished = new Promise<void>((r) => {
       resolveFinished = r;
@@ -167,14 +163,14 @@ export class CallRuntime {
         switch (event.type) {
           case 'user_transcript':
           case 'agent_transcript':
-            write({ transcript: [...session.transcript] });
+            writer.transcriptChanged();
             break;
           case 'variables':
-            write({ variables: { ...variables } });
+            writer.update({ variables: { ...variables } });
             break;
           case 'turn_metrics':
             metrics.turn(call.mode, event.metrics);
-            write({ metrics: { turns: [...session.turnMetrics], interruptions: [...session.interruptions] } });
+            writer.update({ metrics: { turns: [...session.turnMetrics], interruptions: [...session.interruptions] } });
             break;
           case 'ended': {
             const endedAt = new Date();
@@ -189,7 +185,8 @@ export class CallRuntime {
               metrics: { turns: [...session.turnMetrics], interruptions: [...session.interruptions], processedAt: endedAt.toISOString() },
             };
             // The recording first (so post-conversation can name it), then the final record and its event together.
-            writes = writes
+            void writer
+              .flushed()
               .then(() => this.saveRecording(orgId, callId, recorder))
               .then((keys) =>
                 events.end(
@@ -203,8 +200,8 @@ export class CallRuntime {
                   },
                 ),
               )
-              .catch((err: unknown) => logger.error({ err: err instanceof Error ? err.message : String(err), callId }, 'could not finish the call record'));
-            void writes.then(resolveFinished);
+              .catch((err: unknown) => logger.error({ err: err instanceof Error ? err.message : String(err), callId }, 'could not finish the call record'))
+              .then(resolveFinished);
             break;
           }
           case 'error':
@@ -214,6 +211,7 @@ export class CallRuntime {
         emit(event);
       },
     });
+    writer = new CallRecordWriter(db, callId, session.transcript, logger);
     session.start();
     return { callId, session, finished };
   }

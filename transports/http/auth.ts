@@ -12,9 +12,8 @@ export function bearerToken(req: HttpRequest): string | null {
   return match ? (match[1] as string) : null;
 }
 
-/** The inference API's error body is `{error}`, not the platform envelope. */
-export const inferenceError = (status: number, message: string, headers?: Record<string, string>) =>
-  new ApiError(status, message, { rawBody: { error: message }, headers });
+/** An inference-API error; it is rendered in the route's error shape (`RouteOptions.errorBody`, default `{error}`). */
+export const inferenceError = (status: number, message: string, headers?: Record<string, string>) => new ApiError(status, message, { headers });
 
 export const TOKEN_INVALID = 'Access token is invalid or expired';
 

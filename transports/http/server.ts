@@ -3,7 +3,7 @@ import { STATUS_CODES } from 'node:http';
 import uWS from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import { ApiError } from '../../control-plane/errors.js';
-import type { AuthMode, Handler, HttpRequest, HttpResponse, ResponseSink, RouteOptions } from './types.js';
+import { renderError, type AuthMode, type Handler, type HttpRequest, type HttpResponse, type ResponseSink, type RouteOptions } from './types.js';
 import type { HttpMetrics } from './metrics.js';
 
 export interface HttpServerOptions {
@@ -15,8 +15,9 @@ export interface HttpServerOptions {
 }
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'del';
-/** How much of an oversize body is read and dropped before answering 413. */
-const DISCARD_BYTES = 1024 * 1024;
+const EMPTY = Buffer.alloc(0);
+/** The metrics label of requests no route matched. */
+const UNMATCHED = 'unmatched';
 const METHOD_NAMES: Record<string, Method> = { GET: 'get', POST: 'post', PUT: 'put', PATCH: 'patch', DELETE: 'del' };
 
 export class HttpServer {
@@ -49,9 +50,9 @@ export class HttpServer {
   finish(): void {
     this.app.any('/*', (res, req) => {
       const method = req.getMethod().toUpperCase();
-      this.accept(res, req, method, 'unmatched', [], () => {
+      this.accept(res, req, method, UNMATCHED, [], () => {
         throw new ApiError(404, 'Resource not found');
-      }, { auth: 'none', maxBodyBytes: 0 });
+      }, { auth: 'none' });
     });
   }
 
@@ -65,6 +66,7 @@ export class HttpServer {
     options: RouteOptions,
   ): void {
     const started = process.hrtime.bigint();
+    const unmatched = pattern === UNMATCHED;
     // uWS request data is only valid synchronously: copy everything now.
     const headers: Record<string, string> = {};
     req.forEach((k, v) => {
@@ -81,6 +83,8 @@ export class HttpServer {
     });
     const path = req.getUrl();
     const query = new URLSearchParams(req.getQuery() ?? '');
+    const declared = headers['content-length'];
+    const hasBody = (declared !== undefined && declared !== '0') || headers['transfer-encoding'] !== undefined;
     let aborted = false;
     let handling = false;
     let finished = false;
@@ -127,13 +131,9 @@ export class HttpServer {
     };
 
     const fail = (err: unknown): void => {
-      if (err instanceof ApiError) {
-        send({ status: err.status, body: err.body(), headers: err.options.headers }, err.status === 413);
-        return;
-      }
-      this.opts.logger.error({ err: describeError(err), route: pattern }, 'handler failed');
-      // The inference API's error bodies are `{error}`; the platform's are the envelope.
-      send({ status: 500, body: options.auth.startsWith('inference') ? { error: 'Internal server error' } : { status: false, errors: ['Internal server error'] } });
+      if (!(err instanceof ApiError)) this.opts.logger.error({ err: describeError(err), route: pattern }, 'handler failed');
+      const error = err instanceof ApiError ? err : new ApiError(500, 'Internal server error');
+      send({ status: error.status, body: renderError(error, options.auth, options.errorBody), headers: error.options.headers });
     };
 
     // A client gone before its body arrived is counted (499, as proxies log it) and no longer in flight;
@@ -143,59 +143,95 @@ export class HttpServer {
       if (!handling) send({ status: 499 });
     });
 
-    const run = async (body: Buffer): Promise<void> => {
+    const request: HttpRequest = {
+      method,
+      path,
+      route: pattern,
+      params,
+      query,
+      headers,
+      body: EMPTY,
+      json: () => parseJson(request.body),
+    };
+    const refuse = (err: unknown): void => {
+      if (err instanceof ApiError && request.auth?.rateHeaders) {
+        err.options.headers = { ...request.auth.rateHeaders, ...err.options.headers };
+      }
+      fail(err);
+    };
+    const run = async (): Promise<void> => {
       handling = true;
-      const request: HttpRequest = {
-        method,
-        path,
-        route: pattern,
-        params,
-        query,
-        headers,
-        body,
-        json: () => parseJson(body),
-      };
       try {
-        if (malformedPath) throw new ApiError(400, 'Malformed percent-encoding in the request path');
-        if (options.auth !== 'none') await this.opts.authenticate(request, options.auth);
         const response = await handler(request);
         response.headers = { ...request.auth?.rateHeaders, ...response.headers };
         send(response);
       } catch (err) {
-        if (err instanceof ApiError && request.auth?.rateHeaders) {
-          err.options.headers = { ...request.auth.rateHeaders, ...err.options.headers };
-        }
-        fail(err);
+        refuse(err);
+      }
+    };
+    /** The path, the credential and the declared size: everything checked before a byte of the body is kept. */
+    const admit = async (): Promise<ApiError | null> => {
+      try {
+        if (malformedPath) throw new ApiError(400, 'Malformed percent-encoding in the request path');
+        if (unmatched) throw new ApiError(404, 'Resource not found');
+        if (options.auth !== 'none') await this.opts.authenticate(request, options.auth);
+        if (declared !== undefined && Number(declared) > limit) throw new ApiError(413, `Request body exceeds ${limit} bytes`);
+        return null;
+      } catch (err) {
+        if (err instanceof ApiError) return err;
+        throw err;
       }
     };
 
-    const limit = options.maxBodyBytes ?? this.opts.maxBodyBytes;
-    const declared = headers['content-length'];
-    const hasBody = (declared !== undefined && declared !== '0') || headers['transfer-encoding'] !== undefined;
+    const limit = unmatched ? 0 : (options.maxBodyBytes ?? this.opts.maxBodyBytes);
     if (!hasBody) {
-      void run(Buffer.alloc(0));
+      void admit().then((refusal) => (refusal ? refuse(refusal) : run()), refuse);
       return;
     }
-    // An oversize body is read to its end and discarded (up to a bound) before the 413, so clients still
-    // writing it get the answer instead of a broken pipe; past the bound the connection is closed.
-    const discardBound = limit + DISCARD_BYTES;
-    if (declared !== undefined && Number(declared) > discardBound) {
-      fail(new ApiError(413, `Request body exceeds ${limit} bytes`));
-      return;
-    }
-    const chunks: Buffer[] = [];
+    // The body is not buffered until the request is admitted: reading pauses while the path, credential and
+    // declared size are checked. A refusal is answered at once; uWS then reads the rest of that body and drops it
+    // (nothing is kept), so the client gets the answer, not a reset, and the connection stays usable.
+    let admitted = false;
+    let bodyEnded = false;
     let size = 0;
+    const chunks: Buffer[] = [];
+    const complete = (): void => {
+      if (size > limit) refuse(new ApiError(413, `Request body exceeds ${limit} bytes`));
+      else if (bodyEnded) {
+        request.body = Buffer.concat(chunks, size);
+        void run();
+      }
+    };
     res.onData((chunk, isLast) => {
       if (finished) return;
+      if (isLast) bodyEnded = true;
+      // While checking, only what arrived before the pause took effect (a socket read or two) is kept, within the limit.
       size += chunk.byteLength;
-      if (size > limit) {
-        chunks.length = 0;
-        if (isLast || size > discardBound) fail(new ApiError(413, `Request body exceeds ${limit} bytes`));
-        return;
-      }
-      chunks.push(Buffer.from(chunk.slice(0)));
-      if (isLast) void run(Buffer.concat(chunks, size));
+      if (size <= limit) chunks.push(Buffer.from(chunk.slice(0)));
+      else chunks.length = 0;
+      if (admitted) complete();
     });
+    res.pause();
+    // Resumed before any answer: the response may not be touched once ended, and a refused body must still be read
+    // (and dropped) for the connection to serve its next request.
+    const resume = (): void => {
+      if (!finished && !aborted) res.resume();
+    };
+    void admit().then(
+      (refused) => {
+        resume();
+        if (finished || aborted) return;
+        if (refused) refuse(refused);
+        else {
+          admitted = true;
+          complete();
+        }
+      },
+      (err: unknown) => {
+        resume();
+        refuse(err);
+      },
+    );
   }
 
   /** Runs a streaming body: writes go out as they come, waiting for the socket when it is backed up. */

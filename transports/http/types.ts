@@ -1,5 +1,6 @@
 // Request and response shapes shared by the HTTP server and every route handler.
 import type { AuthContext } from '../../control-plane/auth/keys.js';
+import type { ApiError } from '../../control-plane/errors.js';
 
 export interface HttpRequest {
   method: string;
@@ -42,10 +43,28 @@ export type Handler = (req: HttpRequest) => Promise<HttpResponse> | HttpResponse
  */
 export type AuthMode = 'none' | 'key' | 'inference' | 'inference-key-only';
 
+/**
+ * Renders an error that carries no body of its own (credential refusals, malformed JSON, oversize bodies, bad
+ * paths, handler errors without `rawBody`, internal errors) in the route's documented shape.
+ */
+export type ErrorBody = (err: ApiError) => unknown;
+
 export interface RouteOptions {
   auth: AuthMode;
   /** Largest body accepted (bytes); defaults to the server's limit. */
   maxBodyBytes?: number;
+  /** The route's error shape; default: the platform envelope on `key`/`none` routes, `{error}` on inference routes. */
+  errorBody?: ErrorBody;
+}
+
+/** The inference API's plainest error body, used where a route declares no shape of its own. */
+export const plainInferenceError: ErrorBody = (err) => ({ error: err.errors.join('; ') });
+
+/** The body of an error on a route: its own `rawBody` if it has one, else the route's shape. */
+export function renderError(err: ApiError, auth: AuthMode, errorBody?: ErrorBody): unknown {
+  if (err.options.rawBody !== undefined) return err.options.rawBody;
+  if (errorBody) return errorBody(err);
+  return auth.startsWith('inference') ? plainInferenceError(err) : err.body();
 }
 
 /** `{status:true, data}` envelope. */

@@ -1,27 +1,35 @@
 // `POST {waves}/auth/token`: mints a short-lived access token from an API key (tokens cannot mint), rate limited per key.
 import type { HttpServer } from '../http/server.js';
+import type { HttpRequest } from '../http/types.js';
 import { ApiError } from '../../control-plane/errors.js';
 import type { RateLimiter } from '../../control-plane/auth/rate-limit.js';
 import { TOKEN_TTL, type AccessTokens } from '../../control-plane/auth/tokens.js';
 import { inferenceError } from '../http/auth.js';
+import { tokenErrorBody, tokenRequestError } from './inference-errors.js';
+
+/** The body as JSON; malformed JSON is a 400 with code `invalid_json`. */
+function bodyOf(req: HttpRequest): unknown {
+  try {
+    return req.json();
+  } catch (err) {
+    if (err instanceof ApiError) throw tokenRequestError(err.message, 'invalid_json', []);
+    throw err;
+  }
+}
 
 function ttlOf(body: unknown): number {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return invalid('Request body must be a JSON object', []);
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw tokenRequestError('Request body must be a JSON object', 'invalid_body', []);
   const ttl = (body as { ttl_seconds?: unknown }).ttl_seconds;
   if (ttl === undefined) return TOKEN_TTL.default;
   if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < TOKEN_TTL.min || ttl > TOKEN_TTL.max) {
-    return invalid(`ttl_seconds must be an integer from ${TOKEN_TTL.min} to ${TOKEN_TTL.max}`, ['ttl_seconds']);
+    throw tokenRequestError(`ttl_seconds must be an integer from ${TOKEN_TTL.min} to ${TOKEN_TTL.max}`, 'invalid_ttl', ['ttl_seconds']);
   }
   return ttl;
 }
 
-function invalid(message: string, path: string[]): never {
-  throw new ApiError(400, message, { rawBody: { status: 'error', message, errors: [{ code: 'invalid_ttl', message, path }] } });
-}
-
 export function tokenRoutes(server: HttpServer, prefix: string, tokens: AccessTokens, mintLimiter: RateLimiter, mintsPerMinute: number): void {
   server.route('POST', `${prefix}/auth/token`, (req) => {
-    const ttl = ttlOf(req.json());
+    const ttl = ttlOf(bodyOf(req));
     const auth = req.auth;
     if (!auth) throw new Error('route requires authentication');
     const decision = mintLimiter.hit(auth.keyId, mintsPerMinute);
@@ -34,5 +42,5 @@ export function tokenRoutes(server: HttpServer, prefix: string, tokens: AccessTo
       headers: decision.headers,
       body: { access_token: token, token_type: 'Bearer', expires_in: ttl, expires_at: expiresAt.toISOString() },
     };
-  }, { auth: 'inference-key-only', maxBodyBytes: 4096 });
+  }, { auth: 'inference-key-only', maxBodyBytes: 4096, errorBody: tokenErrorBody });
 }

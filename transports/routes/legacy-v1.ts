@@ -2,10 +2,11 @@
 import type { HttpServer } from '../http/server.js';
 import { ok, type HttpRequest } from '../http/types.js';
 import { loadAgent } from '../../control-plane/agents/agents.js';
-import { v1Diff, v1GetDraft, v1GetVersion } from '../../control-plane/agents/revisions.js';
+import { v1Diff, v1DraftDiff, v1GetDraft, v1GetVersion } from '../../control-plane/agents/revisions.js';
 import { mintV1TestCall } from '../../control-plane/calls/test-calls.js';
 import { ApiError } from '../../control-plane/errors.js';
 import { actorOf, type RouteContext } from './context.js';
+import { agentSocketUrl } from './agent-socket-url.js';
 
 const RETIRED: [string, string][] = [
   ['POST', '/drafts'],
@@ -39,12 +40,12 @@ export function legacyV1Routes(server: HttpServer, prefix: string, ctx: RouteCon
   const id = (req: HttpRequest) => req.params.id as string;
   server.route('GET', `${a}/versions/diff`, async (req) => ok(await v1Diff(ctx.db, actorOf(req), id(req), req.query.get('versionA'), req.query.get('versionB')), 200, headers()), auth);
   server.route('GET', `${a}/versions/:versionId`, async (req) => ok(await v1GetVersion(ctx.db, actorOf(req), id(req), req.params.versionId as string), 200, headers()), auth);
-  server.route('GET', `${a}/drafts/:draftId`, async (req) => ok(await v1GetDraft(ctx.db, actorOf(req), id(req), req.params.draftId as string), 200, headers()), auth);
+  server.route('GET', `${a}/drafts/:draftId`, async (req) => ok(await v1GetDraft(ctx.db, actorOf(req), id(req), req.params.draftId as string, req.query), 200, headers()), auth);
   server.route('GET', `${a}/drafts/:draftId/diff`, async (req) =>
-    ok(await v1Diff(ctx.db, actorOf(req), id(req), req.query.get('compareTo'), req.params.draftId as string), 200, headers()), auth);
+    ok(await v1DraftDiff(ctx.db, actorOf(req), id(req), req.params.draftId as string, req.query.get('compareTo')), 200, headers()), auth);
   // Test calls keep working during coexistence: a wct_ token pinned to that draft or version (= revision).
   server.route('POST', `${a}/drafts/:draftId/test-call`, async (req) =>
-    ok(await mintV1TestCall(ctx.db, actorOf(req), id(req), { draftId: req.params.draftId as string }, req.json()), 201, headers()), auth);
+    ok(await mintV1TestCall(ctx.db, actorOf(req), id(req), { draftId: req.params.draftId as string }, req.json(), agentSocketUrl(req, prefix)), 201, headers()), auth);
   server.route('POST', `${a}/versions/:versionId/test-call`, async (req) =>
-    ok(await mintV1TestCall(ctx.db, actorOf(req), id(req), { versionId: req.params.versionId as string }, req.json()), 201, headers()), auth);
+    ok(await mintV1TestCall(ctx.db, actorOf(req), id(req), { versionId: req.params.versionId as string }, req.json(), agentSocketUrl(req, prefix)), 201, headers()), auth);
 }

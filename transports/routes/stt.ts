@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { HttpServer } from '../http/server.js';
 import type { HttpRequest } from '../http/types.js';
+import { inferenceError } from '../http/auth.js';
 import { ApiError } from '../../control-plane/errors.js';
 import { STT_ALIASES, STT_MODEL, type ModelRegistry } from '../../engine/models/registry.js';
 import { decodeAudio } from '../../engine/audio/decode.js';
@@ -13,6 +14,10 @@ import { estimateWords, transcribe } from '../../engine/stt/batch.js';
 import { QueueFullError } from '../../engine/models/queue.js';
 import { fetchAudio, postJson } from './fetch-audio.js';
 import { EgressError, checkEgressStatic, type EgressOptions } from '../../engine/net/egress.js';
+import { legacySttErrorBody, sttErrorBody } from './inference-errors.js';
+
+/** No diarization: every utterance is the one speaker, named as the wire's string speakers are ("speaker_0"). */
+const SPEAKER = 'speaker_0';
 
 /** English-only recognizer: codes and aggregators that include English are served, others refused. */
 const LANGUAGES = new Set(['en', 'en-US', 'en-GB', 'en-IN', 'auto', 'multi-eu', 'multi-asian', 'multi-indic']);
@@ -30,18 +35,19 @@ interface SttInput {
 
 /** `egress`: the policy for `{url}` audio and `webhook_url` (private networks refused unless allowed). */
 export function sttRoutes(server: HttpServer, prefix: string, registry: ModelRegistry, limits: SttLimits, logger: Logger, egress: EgressOptions = { allowPrivate: false }): void {
-  const sttError = (status: number, message: string, headers?: Record<string, string>) => new ApiError(status, message, { rawBody: { error: message }, headers });
-  const legacyError = (detail: string) => new ApiError(400, detail, { rawBody: { status: 'error', message: 'Error handling audio data', errors: detail } });
+  // Errors are plain; each route renders them in its own shape (sttErrorBody, legacySttErrorBody).
+  const bad = (message: string) => inferenceError(400, message);
 
   /** Reads the audio of a request: raw bytes (container detected, or `encoding` + `sample_rate`), or JSON `{url}`. */
-  const readInput = async (req: HttpRequest, bad: (msg: string) => ApiError): Promise<SttInput> => {
+  const readInput = async (req: HttpRequest): Promise<SttInput> => {
     const type = req.headers['content-type'] ?? '';
     let bytes: Buffer = req.body;
     let fromUrl: string | null = null;
     if (type.startsWith('application/json')) {
-      const url = (req.json() as { url?: unknown }).url;
+      const json = req.json();
+      const url = json !== null && typeof json === 'object' ? (json as { url?: unknown }).url : undefined;
       if (typeof url !== 'string' || !/^https?:\/\//.test(url)) throw bad('url: required, an http(s) address of the audio');
-      checkTarget('url', url, bad);
+      checkTarget('url', url);
       fromUrl = url;
       bytes = await fetchAudio(url, limits.maxBodyBytes, egress).catch((err: unknown) => {
         if (err instanceof EgressError) throw bad(`url: ${err.message}`);
@@ -66,7 +72,7 @@ export function sttRoutes(server: HttpServer, prefix: string, registry: ModelReg
   };
 
   /** Refuses a URL the egress policy rules out without DNS (scheme, literal addresses, metadata and localhost names). */
-  const checkTarget = (field: string, url: string, bad: (msg: string) => ApiError) => {
+  const checkTarget = (field: string, url: string) => {
     let parsed: URL;
     try {
       parsed = new URL(url);
@@ -81,7 +87,7 @@ export function sttRoutes(server: HttpServer, prefix: string, registry: ModelReg
     }
   };
 
-  const checkLanguage = (req: HttpRequest, bad: (msg: string) => ApiError) => {
+  const checkLanguage = (req: HttpRequest) => {
     const language = req.query.get('language') ?? 'en';
     if (!LANGUAGES.has(language)) throw bad(`language: ${STT_MODEL} recognises English only (en, or an aggregate that includes it)`);
   };
@@ -89,28 +95,27 @@ export function sttRoutes(server: HttpServer, prefix: string, registry: ModelReg
   const recognise = async (input: SttInput, wordTimestamps: boolean) => {
     const started = Date.now();
     const result = await transcribe(registry, input.audio).catch((err: unknown) => {
-      if (err instanceof QueueFullError) throw sttError(503, 'Speech models are busy; retry shortly', { 'Retry-After': String(err.retryAfterSec) });
+      if (err instanceof QueueFullError) throw inferenceError(503, 'Speech models are busy; retry shortly', { 'Retry-After': String(err.retryAfterSec) });
       throw err;
     });
     const elapsed = Date.now() - started;
     return {
       result,
       words: wordTimestamps ? estimateWords(result.segments) : [],
-      utterances: wordTimestamps ? result.segments.map((s) => ({ text: s.text, start: s.start, end: s.end, speaker: 0 })) : [],
+      utterances: wordTimestamps ? result.segments.map((s) => ({ text: s.text, start: s.start, end: s.end, speaker: SPEAKER })) : [],
       elapsed,
     };
   };
 
   const batch = async (req: HttpRequest) => {
-    const bad = (msg: string) => sttError(400, msg);
     const model = req.query.get('model') ?? STT_MODEL;
     if (model !== STT_MODEL && !(STT_ALIASES as readonly string[]).includes(model)) throw bad(`model: unknown "${model}" (use ${STT_MODEL}, or pulse / pulse-pro)`);
-    checkLanguage(req, bad);
+    checkLanguage(req);
     const wordTimestamps = req.query.get('word_timestamps') === 'true';
     const webhook = req.query.get('webhook_url');
     if (webhook !== null && !/^https?:\/\/\S+$/.test(webhook)) throw bad('webhook_url: an http(s) address');
-    if (webhook !== null) checkTarget('webhook_url', webhook, bad);
-    const input = await readInput(req, bad);
+    if (webhook !== null) checkTarget('webhook_url', webhook);
+    const input = await readInput(req);
     const requestId = randomUUID();
     const respond = async () => {
       const { result, words, utterances, elapsed } = await recognise(input, wordTimestamps);
@@ -145,13 +150,13 @@ export function sttRoutes(server: HttpServer, prefix: string, registry: ModelReg
     return { status: 200, body: await respond() };
   };
   // The wire path has a trailing slash; both spellings are served.
-  for (const path of [`${prefix}/stt/`, `${prefix}/stt`]) server.route('POST', path, batch, { auth: 'inference', maxBodyBytes: limits.maxBodyBytes });
+  for (const path of [`${prefix}/stt/`, `${prefix}/stt`]) server.route('POST', path, batch, { auth: 'inference', maxBodyBytes: limits.maxBodyBytes, errorBody: sttErrorBody });
 
   server.route('POST', `${prefix}/:sttModel/get_text`, async (req) => {
     const model = req.params.sttModel as string;
-    if (model !== STT_MODEL && !(STT_ALIASES as readonly string[]).includes(model)) throw sttError(404, `Unknown model "${model}"`);
-    checkLanguage(req, legacyError);
-    const input = await readInput(req, legacyError);
+    if (model !== STT_MODEL && !(STT_ALIASES as readonly string[]).includes(model)) throw inferenceError(404, `Unknown model "${model}"`);
+    checkLanguage(req);
+    const input = await readInput(req);
     const { result, words, utterances } = await recognise(input, req.query.get('word_timestamps') === 'true');
     return {
       status: 200,
@@ -164,7 +169,7 @@ export function sttRoutes(server: HttpServer, prefix: string, registry: ModelReg
         metadata: { duration: round(result.duration), fileSize: input.bytes, ...(input.fromUrl ? { filename: input.fromUrl.split('/').pop() ?? '' } : {}) },
       },
     };
-  }, { auth: 'inference-key-only', maxBodyBytes: limits.maxBodyBytes });
+  }, { auth: 'inference-key-only', maxBodyBytes: limits.maxBodyBytes, errorBody: legacySttErrorBody });
 }
 
 function parseExtra(raw: string | null): Record<string, string> {

@@ -1,6 +1,6 @@
-// Parsing and validation of synthesis requests (HTTP body, SSE, WebSocket message), with the inference error shape.
+// Parsing and validation of synthesis requests (HTTP body, SSE, WebSocket message); errors render as ttsErrorBody.
 import { randomUUID } from 'node:crypto';
-import { ApiError } from '../../control-plane/errors.js';
+import { inferenceError } from '../http/auth.js';
 import { OUTPUT_FORMATS, type OutputFormat } from '../../engine/tts/output.js';
 import { TTS_ALIASES, type ModelRegistry } from '../../engine/models/registry.js';
 import { QueueFullError } from '../../engine/models/queue.js';
@@ -20,16 +20,9 @@ export interface TtsParams {
   requestId: string | null;
 }
 
-/** `{error, message}`, the synthesis routes' error body. */
-export const ttsError = (status: number, message: string, headers?: Record<string, string>) =>
-  new ApiError(status, message, {
-    rawBody: { error: status === 400 ? 'InvalidRequest' : status === 503 ? 'ServiceUnavailable' : status === 401 ? 'Unauthorized' : 'InternalServerError', message },
-    headers,
-  });
-
 /** Maps engine errors to answers: a full queue is a 503 with Retry-After, not unbounded latency. */
 export function inferenceFailure(err: unknown): never {
-  if (err instanceof QueueFullError) throw ttsError(503, 'Speech models are busy; retry shortly', { 'Retry-After': String(err.retryAfterSec) });
+  if (err instanceof QueueFullError) throw inferenceError(503, 'Speech models are busy; retry shortly', { 'Retry-After': String(err.retryAfterSec) });
   throw err;
 }
 
@@ -39,7 +32,7 @@ export function isTtsModel(model: string, registry: ModelRegistry): boolean {
 }
 
 export function parseTts(body: unknown, registry: ModelRegistry, opts: { textMayBeEmpty?: boolean; acceptHeader?: string } = {}): TtsParams {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw ttsError(400, 'Request body must be a JSON object');
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw inferenceError(400, 'Request body must be a JSON object');
   const b = body as Record<string, unknown>;
   const problems: string[] = [];
   const text = b.text;
@@ -60,7 +53,7 @@ export function parseTts(body: unknown, registry: ModelRegistry, opts: { textMay
   for (const id of ['session_id', 'request_id'] as const) {
     if (b[id] !== undefined && (typeof b[id] !== 'string' || !CORRELATION.test(b[id] as string))) problems.push(`${id}: letters, digits, _ - . (at most 128)`);
   }
-  if (problems.length) throw ttsError(400, problems.join('; '));
+  if (problems.length) throw inferenceError(400, problems.join('; '));
   return {
     text: text as string,
     voiceId: voiceId as string,

@@ -6,9 +6,14 @@ import { splitPhrases } from '../../engine/tts/chunker.js';
 import { CONTENT_TYPES, encodeOutput } from '../../engine/tts/output.js';
 import { synthesizePhrases } from '../../engine/tts/stream.js';
 import { concatSamples } from '../../engine/audio/types.js';
-import { correlationHeaders, inferenceFailure, isTtsModel, parseTts, ttsError, type TtsParams } from './tts-request.js';
+import { ApiError } from '../../control-plane/errors.js';
+import { inferenceError } from '../http/auth.js';
+import { correlationHeaders, inferenceFailure, isTtsModel, parseTts, type TtsParams } from './tts-request.js';
+import { ttsErrorBody } from './inference-errors.js';
 
-const options = { auth: 'inference' as const, maxBodyBytes: 64 * 1024 };
+const options = { auth: 'inference' as const, maxBodyBytes: 64 * 1024, errorBody: ttsErrorBody };
+/** Retired legacy families (`<tts-model>-v2`, `<tts-model>-large`): the wire's fast 410 with its own body. */
+const RETIRED = /^([a-z0-9_]+)-(?:v2|large)$/;
 
 export function ttsRoutes(server: HttpServer, prefix: string, registry: ModelRegistry): void {
   const whole = async (req: HttpRequest): Promise<HttpResponse> => {
@@ -45,7 +50,14 @@ export function ttsRoutes(server: HttpServer, prefix: string, registry: ModelReg
 
   /** `<tts-model>-v3.1` path segments name the built-in synthesis. */
   const legacy = (handler: (req: HttpRequest) => Promise<HttpResponse>) => async (req: HttpRequest) => {
-    if (!isTtsModel(req.params.model as string, registry)) throw ttsError(404, `Unknown model "${req.params.model}"`);
+    const model = req.params.model as string;
+    const retired = RETIRED.exec(model);
+    if (retired) {
+      const message = `Model "${model}" is retired; use ${retired[1]}-v3.1`;
+      const recommended = `${prefix}/${retired[1]}-v3.1/get_speech`;
+      throw new ApiError(410, message, { rawBody: { status: 'error', error_code: 'MODEL_DEPRECATED', message, recommended_endpoint: recommended } });
+    }
+    if (!isTtsModel(model, registry)) throw inferenceError(404, `Unknown model "${model}"`);
     return handler(req);
   };
 

@@ -1,12 +1,16 @@
 // Voice listing: GET /{model}/get_voices and GET /voice/get-all-models (our voices, listed under their real models).
 import type { HttpServer } from '../http/server.js';
+import { inferenceError } from '../http/auth.js';
 import type { ModelRegistry, VoiceEntry } from '../../engine/models/registry.js';
-import { isTtsModel, ttsError } from './tts-request.js';
+import { isTtsModel } from './tts-request.js';
+import { ttsErrorBody } from './inference-errors.js';
 
 const tags = (v: VoiceEntry) => ({ language: v.language, accent: v.accent, gender: v.gender, age: '', emotions: [], usecases: ['conversational'] });
 
 export function voiceRoutes(server: HttpServer, prefix: string, registry: ModelRegistry): void {
-  const options = { auth: 'inference' as const, maxBodyBytes: 0 };
+  const options = { auth: 'inference' as const, maxBodyBytes: 0, errorBody: ttsErrorBody };
+  /** The registry lists the default voice first; it alone carries `isDefault: true`. */
+  const mark = (v: VoiceEntry) => (v.voiceId === registry.defaultVoiceId ? { isDefault: true } : {});
   server.route('GET', `${prefix}/voice/get-all-models`, () => ({
     status: 200,
     body: {
@@ -19,15 +23,16 @@ export function voiceRoutes(server: HttpServer, prefix: string, registry: ModelR
         sampleRate: v.sampleRate,
         audioPreview: null,
         tags: tags(v),
+        ...mark(v),
       })),
       models: registry.models(),
     },
   }), options);
   server.route('GET', `${prefix}/:model/get_voices`, (req) => {
     const model = req.params.model as string;
-    if (!isTtsModel(model, registry)) throw ttsError(400, `Unknown model "${model}"`);
+    if (!isTtsModel(model, registry)) throw inferenceError(400, `Unknown model "${model}"`);
     // Our own ids list their own voices; the aliases existing clients use list every built-in voice.
     const voices = registry.voices().filter((v) => (model === 'flite' || model === 'piper' ? v.model === model : true));
-    return { status: 200, body: { voices: voices.map((v) => ({ voiceId: v.voiceId, displayName: v.displayName, tags: tags(v) })) } };
+    return { status: 200, body: { voices: voices.map((v) => ({ voiceId: v.voiceId, displayName: v.displayName, tags: tags(v), ...mark(v) })) } };
   }, options);
 }

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ApiError, badRequest, unauthorized } from '../../control-plane/errors.js';
-import { consumeCallToken, isCallTokenShaped, type CallTokenClaims } from '../../control-plane/calls/call-tokens.js';
+import { consumeCallToken, isCallTokenShaped, restoreCallToken, type CallTokenClaims } from '../../control-plane/calls/call-tokens.js';
 import { callTargetOfClaims, resolveCallConfig, type ResolvedCallConfig } from '../../control-plane/calls/call-config.js';
 import { parseCallVariables } from '../../control-plane/calls/variables.js';
 import type { Db } from '../../control-plane/store/db.js';
@@ -14,6 +14,8 @@ import type { HttpRequest } from '../http/types.js';
 import { bearerToken } from '../http/auth.js';
 import type { CallRuntime, RunningCall } from '../calls/runtime.js';
 import { wsRoute, type WsConnection, type WsSession } from './endpoint.js';
+import { RefusalWindow, TokenBucket } from './message-rate.js';
+import { ownerOf, type SessionLimits } from './session-limits.js';
 
 export const AGENT_SAMPLE_RATES = [8000, 16000, 24000, 48000] as const;
 const MODES = ['webcall', 'chat'] as const;
@@ -31,8 +33,23 @@ const STALL_MS = 8000;
 /** Decoded audio per append message (16 s at 48 kHz) and text per message. */
 const MAX_AUDIO_BYTES = 16 * 48000 * 2;
 const MAX_TEXT = 4000;
+/**
+ * Inbound rate per session: any message (audio arrives 25-100 a second), and text turns (a person types a few a
+ * minute; a test script a few a second). Excess gets `error` rate_limited; more than REFUSALS_BEFORE_CLOSE refusals
+ * within REFUSAL_WINDOW_MS end the session with reason rate_limited (close 1008).
+ */
+export const MESSAGE_RATE = { burst: 200, perSecond: 100 };
+export const TEXT_RATE = { burst: 10, perSecond: 2 };
+const REFUSALS_BEFORE_CLOSE = 50;
+const REFUSAL_WINDOW_MS = 10_000;
+/** Messages kept while the session is being created (its first second); more are refused with `session_not_ready`. */
+const MAX_EARLY = 64;
 
 interface Prepared {
+  /** Whom the session counts against under the session caps: its key, or the organization of its wct_ token. */
+  owner: string;
+  /** The wct_ token redeemed for this session, given back if the session is refused a place. */
+  token?: string;
   resolved: ResolvedCallConfig;
   mode: Mode;
   sampleRate: number;
@@ -46,6 +63,8 @@ export interface AgentConnectDeps {
   logger: Logger;
   /** True while the server drains (new sessions get 503). */
   draining(): boolean;
+  /** Concurrent-session caps: a voice session is a speech session, a text one a chat session. */
+  limits: SessionLimits;
 }
 
 export interface AgentSockets {
@@ -59,6 +78,15 @@ export function agentConnectSocket(server: HttpServer, prefix: string, deps: Age
     auth: 'none',
     maxPayloadBytes: 2 * 1024 * 1024,
     prepare: (req) => prepare(server, deps, req),
+    admit: async (prepared) => {
+      try {
+        return deps.limits.acquire(prepared.mode === 'chat' ? 'chat' : 'speech', prepared.owner);
+      } catch (err) {
+        // Refused a place: the single-use token stays usable for the retry the refusal asks for.
+        if (prepared.token) await restoreCallToken(deps.db, prepared.token);
+        throw err;
+      }
+    },
     open: (conn, prepared) => new AgentConnection(conn, prepared, deps, open),
   });
   return {
@@ -80,7 +108,7 @@ async function prepare(server: HttpServer, deps: AgentConnectDeps, req: HttpRequ
     const claims = await consumeCallToken(deps.db, presented);
     if (!claims) throw unauthorized('Session token is invalid, expired or already used');
     const resolved = await resolveClaims(deps.db, claims);
-    return { resolved, mode: claims.mode, sampleRate: claims.sampleRate, variables: claims.variables, callId: deps.runtime.newCallId() };
+    return { owner: `org:${claims.orgId}`, token: presented, resolved, mode: claims.mode, sampleRate: claims.sampleRate, variables: claims.variables, callId: claims.callId ?? deps.runtime.newCallId() };
   }
 
   // An API key: the session parameters come from the query.
@@ -115,7 +143,7 @@ async function prepare(server: HttpServer, deps: AgentConnectDeps, req: HttpRequ
     if (err instanceof ApiError && (err.status === 404 || err.status === 403)) throw unauthorized(`Unknown agent_id "${agentId}"`);
     throw err;
   });
-  return { resolved, mode, sampleRate, variables, callId: deps.runtime.newCallId() };
+  return { owner: ownerOf(auth), resolved, mode, sampleRate, variables, callId: deps.runtime.newCallId() };
 }
 
 async function resolveClaims(db: Db, claims: CallTokenClaims): Promise<ResolvedCallConfig> {
@@ -136,8 +164,11 @@ class AgentConnection implements WsSession {
   private readonly toolCalls = new Map<string, (result: string) => void>();
   private lastPong: number;
   private readonly pinger: NodeJS.Timeout;
-  /** Messages that arrived while the session was being created. */
-  private early: Buffer[] = [];
+  /** Messages that arrived while the session was being created, replayed in order once it is. */
+  private early: Record<string, unknown>[] = [];
+  private readonly messages = new TokenBucket(MESSAGE_RATE.burst, MESSAGE_RATE.perSecond);
+  private readonly texts = new TokenBucket(TEXT_RATE.burst, TEXT_RATE.perSecond);
+  private readonly refusals = new RefusalWindow(REFUSALS_BEFORE_CLOSE, REFUSAL_WINDOW_MS);
 
   constructor(
     private readonly conn: WsConnection,
@@ -188,15 +219,46 @@ class AgentConnection implements WsSession {
 
   onMessage(data: Buffer, isBinary: boolean): void {
     if (this.closing) return;
+    if (!this.messages.take()) {
+      this.refuse('rate_limited', `more than ${MESSAGE_RATE.perSecond} messages a second`);
+      return;
+    }
     if (isBinary) {
       this.error('invalid_event', 'binary frames are not accepted; send JSON text frames');
       return;
     }
-    if (!this.call) {
-      if (this.early.length < 200) this.early.push(data);
+    let msg: Record<string, unknown>;
+    try {
+      const parsed = JSON.parse(data.toString('utf8')) as unknown;
+      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
+      msg = parsed as Record<string, unknown>;
+    } catch {
+      this.error('invalid_event', 'each message must be a JSON object with a type');
       return;
     }
-    this.handle(data);
+    if (msg.type === 'input_text.send' && !this.texts.take()) {
+      this.refuse('rate_limited', `more than ${TEXT_RATE.perSecond} text messages a second (bursts of ${TEXT_RATE.burst})`);
+      return;
+    }
+    if (!this.call) {
+      // Kept until the session is ready, or refused: never dropped silently.
+      if (this.early.length < MAX_EARLY) this.early.push(msg);
+      else this.error('session_not_ready', `the session is starting; at most ${MAX_EARLY} messages are held until it is ready`);
+      return;
+    }
+    this.handle(msg);
+  }
+
+  /** A refused message: an error frame; refusals that persist end the session. */
+  private refuse(code: string, message: string): void {
+    if (!this.refusals.note()) {
+      this.error(code, message);
+      return;
+    }
+    this.deps.logger.info({ callId: this.prepared.callId }, 'agent session client kept exceeding its message rate; disconnecting');
+    this.error(code, `${message}; the session is closed`);
+    if (this.call) this.call.session.end('rate_limited');
+    else this.conn.close(1008, 'rate_limited');
   }
 
   /** Asks the app to run a client tool: `function_call` out, `function_call.result` with the same call_id back. */
@@ -248,19 +310,10 @@ class AgentConnection implements WsSession {
     await call.finished;
   }
 
-  private handle(data: Buffer): void {
+  private handle(msg: Record<string, unknown>): void {
     const session = this.call?.session;
     if (!session) {
       this.error('no_session', 'the session is not ready');
-      return;
-    }
-    let msg: Record<string, unknown>;
-    try {
-      const parsed = JSON.parse(data.toString('utf8')) as unknown;
-      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
-      msg = parsed as Record<string, unknown>;
-    } catch {
-      this.error('invalid_event', 'each message must be a JSON object with a type');
       return;
     }
     switch (msg.type) {
@@ -350,7 +403,8 @@ class AgentConnection implements WsSession {
         clearInterval(this.pinger);
         this.closing = true;
         this.conn.sendJson({ type: 'session.closed', reason: e.reason });
-        this.conn.close(1000, e.reason);
+        // A session ended for breaking the socket's rules closes as a policy violation.
+        this.conn.close(e.reason === 'rate_limited' ? 1008 : 1000, e.reason);
         break;
       default:
         break;

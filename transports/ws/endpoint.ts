@@ -1,10 +1,12 @@
 // WebSocket endpoints on the uWS app: authentication and validation before the upgrade, then a session per connection.
+import { STATUS_CODES } from 'node:http';
 import uWS from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import { ApiError } from '../../control-plane/errors.js';
 import type { AuthContext } from '../../control-plane/auth/keys.js';
-import type { AuthMode, HttpRequest } from '../http/types.js';
+import { renderError, type AuthMode, type ErrorBody, type HttpRequest } from '../http/types.js';
 import type { HttpServer } from '../http/server.js';
+import type { Lease } from './session-limits.js';
 
 /** What a handler sends on: JSON text frames, binary frames, close. Sends after close are dropped. */
 export interface WsConnection {
@@ -31,13 +33,21 @@ export interface WsSession {
 export interface WsRoute<P> {
   auth: Exclude<AuthMode, 'key'>;
   maxPayloadBytes?: number;
+  /** The shape of an upgrade refusal (see RouteOptions.errorBody). */
+  errorBody?: ErrorBody;
   /** Checks the upgrade request (query, headers); throw an ApiError to answer it with HTTP instead of upgrading. */
   prepare(req: HttpRequest): P | Promise<P>;
+  /**
+   * Takes the session's place under the concurrent-session caps (after `prepare`, before the upgrade); throw an
+   * ApiError (503/429 with Retry-After) to refuse. The place is given back when the socket closes.
+   */
+  admit?(prepared: P, auth: AuthContext | undefined): Lease | Promise<Lease>;
   open(conn: WsConnection, prepared: P, auth: AuthContext | undefined): WsSession;
 }
 
 /** Per-socket state. uWS copies the user-data object's properties at upgrade, so the state hangs off one shared reference. */
 interface SocketState {
+  lease?: Lease;
   session?: WsSession;
   conn?: Connection;
   start?: () => void;
@@ -94,20 +104,25 @@ export function wsRoute<P>(server: HttpServer, logger: Logger, pattern: string, 
         try {
           if (route.auth !== 'none') await server.authenticate(request, route.auth);
           const prepared = await route.prepare(request);
-          if (aborted) return;
-          const state: SocketState = {};
+          const lease = await route.admit?.(prepared, request.auth);
+          if (aborted) {
+            lease?.release();
+            return;
+          }
+          const state: SocketState = { lease };
           state.start = () => {
             state.session = route.open(state.conn as Connection, prepared, request.auth);
           };
           res.cork(() => res.upgrade<SocketData>({ state }, key, protocol, extensions, context));
         } catch (err) {
           if (aborted) return;
-          const status = err instanceof ApiError ? err.status : 500;
           if (!(err instanceof ApiError)) logger.error({ err: err instanceof Error ? err.message : String(err), route: pattern }, 'websocket upgrade failed');
-          const body = err instanceof ApiError ? JSON.stringify(err.body()) : JSON.stringify({ error: 'Internal server error' });
+          const error = err instanceof ApiError ? err : new ApiError(500, 'Internal server error');
+          const status = error.status;
+          const body = JSON.stringify(renderError(error, route.auth === 'none' ? 'key' : route.auth, route.errorBody));
           res.cork(() => {
-            res.writeStatus(`${status} ${status === 401 ? 'Unauthorized' : status === 403 ? 'Forbidden' : status === 400 ? 'Bad Request' : 'Error'}`);
-            for (const [k, v] of Object.entries(err instanceof ApiError ? (err.options.headers ?? {}) : {})) res.writeHeader(k, v);
+            res.writeStatus(`${status} ${STATUS_CODES[status] ?? 'Error'}`);
+            for (const [k, v] of Object.entries(error.options.headers ?? {})) res.writeHeader(k, v);
             res.writeHeader('Content-Type', 'application/json');
             res.end(body);
           });
@@ -121,6 +136,7 @@ export function wsRoute<P>(server: HttpServer, logger: Logger, pattern: string, 
         data.start?.();
       } catch (err) {
         logger.error({ err: err instanceof Error ? err.message : String(err), route: pattern }, 'websocket session failed to open');
+        data.lease?.release();
         data.conn.close(1011, 'internal error');
       }
     },
@@ -140,6 +156,7 @@ export function wsRoute<P>(server: HttpServer, logger: Logger, pattern: string, 
     close: (ws, code) => {
       const data = ws.getUserData().state;
       if (data.conn) data.conn.closed = true;
+      data.lease?.release();
       data.session?.onClose(code);
     },
   });

@@ -56,6 +56,8 @@ import { inferenceError } from '../http/auth.js';
 import type { HttpServer } from '../http/server.js';
 import type { HttpRequest } from '../http/types.js';
 import { wsRoute, type WsConnection, type WsSession } from './endpoint.js';
+import { s2sUpgradeErrorBody } from '../routes/inference-errors.js';
+import { ownerOf, type SessionLimits } from './session-limits.js';
 import { CURRENT_MODEL, DEFAULT_VOICE, S2S_MODELS, S2S_VOICES, isObject, parseTools, s2sSpec, toFunction, tokens, words, type S2sModel, type WireTool } from './s2s-protocol.js';
 
 const IN_RATE = 16000;
@@ -84,6 +86,8 @@ export interface S2sDeps {
   toolTimeoutMs?: number;
   /** Open sessions at most; one more gets server_full + close 1013. Default 32. */
   maxSessions?: number;
+  /** The server's concurrent-session caps (a speech session each; refused before the upgrade). */
+  limits: SessionLimits;
 }
 
 export function s2sSocket(server: HttpServer, prefix: string, deps: S2sDeps): void {
@@ -91,7 +95,9 @@ export function s2sSocket(server: HttpServer, prefix: string, deps: S2sDeps): vo
   wsRoute<S2sModel>(server, deps.logger, `${prefix}/s2s`, {
     auth: 'inference',
     maxPayloadBytes: 1024 * 1024,
+    errorBody: s2sUpgradeErrorBody,
     prepare: (req) => prepare(req, deps),
+    admit: (_model, auth) => deps.limits.acquire('speech', ownerOf(auth)),
     open: (conn, model) => new S2sConnection(conn, model, deps, open),
   });
 }

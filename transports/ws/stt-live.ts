@@ -3,11 +3,14 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { HttpServer } from '../http/server.js';
 import type { HttpRequest } from '../http/types.js';
-import { ApiError } from '../../control-plane/errors.js';
 import { STT_ALIASES, STT_MODEL, type ModelRegistry } from '../../engine/models/registry.js';
 import { LiveTranscriber, isLiveEncoding, type LiveEvent } from '../../engine/stt/live.js';
 import { WIRE_SAMPLE_RATES } from '../../engine/audio/types.js';
 import { wsRoute, type WsConnection, type WsSession } from './endpoint.js';
+import { inferenceError } from '../http/auth.js';
+import { legacySttErrorBody, sttErrorBody } from '../routes/inference-errors.js';
+import { ownerOf, type SessionLimits } from './session-limits.js';
+import type { AuthContext } from '../../control-plane/auth/keys.js';
 
 const LANGUAGES = new Set(['en', 'en-US', 'en-GB', 'en-IN', 'auto', 'multi-asian', 'north_indic', 'multi-south-indic']);
 
@@ -19,7 +22,7 @@ interface Prepared {
   legacy: boolean;
 }
 
-const reject = (message: string) => new ApiError(400, message, { rawBody: { error: message } });
+const reject = (message: string) => inferenceError(400, message);
 
 function prepare(req: HttpRequest, legacy: boolean): Prepared {
   const q = req.query;
@@ -45,13 +48,29 @@ class SttLiveSession implements WsSession {
   private readonly sessionId = randomUUID();
   private readonly transcriber: LiveTranscriber;
   private closing = false;
+  private idle: NodeJS.Timeout | null = null;
 
-  constructor(private readonly conn: WsConnection, registry: ModelRegistry, private readonly p: Prepared, private readonly logger: Logger) {
+  constructor(private readonly conn: WsConnection, registry: ModelRegistry, private readonly p: Prepared, private readonly logger: Logger, private readonly idleSeconds: number) {
     this.transcriber = new LiveTranscriber(registry, { sampleRate: p.sampleRate, encoding: p.encoding, vadEvents: p.vadEvents, eouSilenceMs: p.eouSilenceMs }, (e) => this.emit(e));
+    this.armIdle();
+  }
+
+  /** No audio and no message for idleSeconds: an error frame, then close 1000 idle_timeout. */
+  private armIdle(): void {
+    if (this.idle) clearTimeout(this.idle);
+    this.idle = setTimeout(() => {
+      if (this.closing) return;
+      this.conn.sendJson({ type: 'error', status: 'error', message: `timed out after ${this.idleSeconds} seconds without audio or messages` });
+      this.closing = true;
+      this.transcriber.abort();
+      this.conn.close(1000, 'idle_timeout');
+    }, this.idleSeconds * 1000);
+    this.idle.unref();
   }
 
   onMessage(data: Buffer, isBinary: boolean): void {
     if (this.closing) return;
+    this.armIdle();
     if (isBinary) {
       this.transcriber.push(data);
       return;
@@ -71,6 +90,7 @@ class SttLiveSession implements WsSession {
   }
 
   onClose(): void {
+    if (this.idle) clearTimeout(this.idle);
     this.transcriber.abort();
   }
 
@@ -101,19 +121,22 @@ class SttLiveSession implements WsSession {
   }
 }
 
-export function sttLiveSockets(server: HttpServer, prefix: string, registry: ModelRegistry, logger: Logger): void {
+export function sttLiveSockets(server: HttpServer, prefix: string, registry: ModelRegistry, logger: Logger, limits: SessionLimits, idleSeconds: number): void {
   const route = (legacy: boolean) => ({
     // The legacy route is for API keys only, like its HTTP form.
     auth: legacy ? ('inference-key-only' as const) : ('inference' as const),
     maxPayloadBytes: 1024 * 1024,
+    // The same shapes as the HTTP forms of these paths.
+    errorBody: legacy ? legacySttErrorBody : sttErrorBody,
     prepare: (req: HttpRequest) => {
       if (legacy) {
         const model = /\/([^/]+)\/get_text$/.exec(req.path)?.[1] ?? '';
-        if (model !== STT_MODEL && !(STT_ALIASES as readonly string[]).includes(model)) throw new ApiError(404, `Unknown model "${model}"`, { rawBody: { error: `Unknown model "${model}"` } });
+        if (model !== STT_MODEL && !(STT_ALIASES as readonly string[]).includes(model)) throw inferenceError(404, `Unknown model "${model}"`);
       }
       return prepare(req, legacy);
     },
-    open: (conn: WsConnection, p: Prepared) => new SttLiveSession(conn, registry, p, logger),
+    admit: (_p: Prepared, auth: AuthContext | undefined) => limits.acquire('speech', ownerOf(auth)),
+    open: (conn: WsConnection, p: Prepared) => new SttLiveSession(conn, registry, p, logger, idleSeconds),
   });
   wsRoute(server, logger, `${prefix}/stt/live`, route(false));
   wsRoute(server, logger, `${prefix}/:sttModel/get_text`, route(true));

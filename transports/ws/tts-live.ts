@@ -1,4 +1,4 @@
-// WSS /tts/live: text arrives in pieces (`continue`, `flush`), audio goes out phrase by phrase as base64 PCM frames.
+// WSS /tts/live (and /streaming-tts/stream): text arrives in pieces (`continue`, `flush`), audio goes out as base64 PCM frames.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { HttpServer } from '../http/server.js';
@@ -8,6 +8,10 @@ import { PhraseChunker } from '../../engine/tts/chunker.js';
 import { encodeOutput, OutputStream } from '../../engine/tts/output.js';
 import { QueueFullError } from '../../engine/models/queue.js';
 import { parseTts, isTtsModel, type TtsParams } from '../routes/tts-request.js';
+import { ttsErrorBody } from '../routes/inference-errors.js';
+import { inferenceError } from '../http/auth.js';
+import { ownerOf, type SessionLimits } from './session-limits.js';
+import type { AuthContext } from '../../control-plane/auth/keys.js';
 import { wsRoute, type WsConnection, type WsSession } from './endpoint.js';
 
 /** Past this many queued bytes, synthesis waits for the client to read. */
@@ -165,24 +169,29 @@ class TtsLiveSession implements WsSession {
   }
 }
 
-export function ttsLiveSockets(server: HttpServer, prefix: string, registry: ModelRegistry, logger: Logger): void {
+export function ttsLiveSockets(server: HttpServer, prefix: string, registry: ModelRegistry, logger: Logger, limits: SessionLimits): void {
   const route = (legacy: boolean) => ({
     auth: 'inference' as const,
     maxPayloadBytes: 64 * 1024,
+    errorBody: ttsErrorBody,
     prepare: (req: { query: URLSearchParams; params: Record<string, string>; path: string }) => {
       if (legacy) {
         const model = /\/([^/]+)\/get_speech\/stream$/.exec(req.path)?.[1] ?? '';
-        if (!isTtsModel(model, registry)) throw new ApiError(404, `Unknown model "${model}"`, { rawBody: { error: `Unknown model "${model}"` } });
+        if (!isTtsModel(model, registry)) throw inferenceError(404, `Unknown model "${model}"`);
       }
       const raw = req.query.get('timeout');
       const idleSeconds = raw === null ? 60 : Number(raw);
       if (!Number.isInteger(idleSeconds) || idleSeconds < 1 || idleSeconds > 3600) {
-        throw new ApiError(400, 'timeout: whole seconds from 1 to 3600', { rawBody: { error: 'timeout: whole seconds from 1 to 3600' } });
+        throw inferenceError(400, 'timeout: whole seconds from 1 to 3600');
       }
       return { idleSeconds };
     },
+    admit: (_opts: Options, auth: AuthContext | undefined) => limits.acquire('speech', ownerOf(auth)),
     open: (conn: WsConnection, opts: Options) => new TtsLiveSession(conn, registry, opts, logger),
   });
-  wsRoute(server, logger, `${prefix}/tts/live`, route(false));
+  // The older unified path existing clients still use: the same route, messages and limits.
+  const live = route(false);
+  wsRoute(server, logger, `${prefix}/tts/live`, live);
+  wsRoute(server, logger, `${prefix}/streaming-tts/stream`, live);
   wsRoute(server, logger, `${prefix}/:model/get_speech/stream`, route(true));
 }

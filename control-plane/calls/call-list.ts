@@ -1,0 +1,191 @@
+// Call lists: GET /conversation (filters, sort, pages) and POST /conversation/search, as the wire's call-log entries.
+import { sql, type Expression, type ExpressionBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely';
+import type { Db } from '../store/db.js';
+import type { Database } from '../store/schema.js';
+import { isObjectId } from '../store/ids.js';
+import { badRequest } from '../errors.js';
+import { loadAgent, type Actor } from '../agents/agents.js';
+import { parseJson } from '../agents/records.js';
+import { recordingIdentifier } from '../recordings/object-store.js';
+import { intParam } from '../query.js';
+import { CALL_STATUSES, CALL_TYPES, callDuration, postCallAnalytics, turnLatencyMetrics, type CallMetrics, type CallRow } from './calls.js';
+
+type CallsQuery = SelectQueryBuilder<Database, 'calls', object>;
+type Where = (eb: ExpressionBuilder<Database, 'calls'>) => Expression<SqlBool>;
+/** A condition no row meets (filters on things that do not exist here yet). */
+const NONE = sql<SqlBool>`1 = 0`;
+
+/** Most values a comma-separated filter (or a search body) may list. */
+export const MAX_LIST = 100;
+const SORT_COLUMNS = { createdAt: 'created_at', duration: 'duration_s', status: 'status' } as const;
+const ATTEMPTS = ['all', 'first', 'retry'] as const;
+/** `<N`, `>N` or `A-B` seconds (A <= d <= B); several buckets comma-separated match any of them. */
+const BUCKET = /^(?:<(\d+(?:\.\d+)?)|>(\d+(?:\.\d+)?)|(\d+(?:\.\d+)?)-(\d+(?:\.\d+)?))$/;
+
+export interface CallLogPage {
+  logs: Record<string, unknown>[];
+  pagination: { total: number; page: number; limit: number; hasMore: boolean; totalPages: number };
+}
+
+/** A comma-separated list parameter: trimmed, empty items dropped; null when absent or empty. */
+function listParam(query: URLSearchParams, name: string, check?: (v: string) => boolean, what?: string): string[] | null {
+  const raw = query.getAll(name).join(',');
+  const items = [...new Set(raw.split(',').map((v) => v.trim()).filter(Boolean))];
+  if (!items.length) return null;
+  if (items.length > MAX_LIST) throw badRequest(`${name}: at most ${MAX_LIST} values`);
+  const bad = check ? items.filter((v) => !check(v)) : [];
+  if (bad.length) throw badRequest(`${name}: ${bad.map((b) => JSON.stringify(b)).join(', ')} ${bad.length > 1 ? 'are' : 'is'} not ${what}`);
+  return items;
+}
+
+function oneOf<T extends string>(query: URLSearchParams, name: string, allowed: readonly T[], dflt: T): T {
+  const raw = query.get(name);
+  if (raw === null || raw === '') return dflt;
+  if (!(allowed as readonly string[]).includes(raw)) throw badRequest(`${name}: must be one of ${allowed.join(', ')}`);
+  return raw as T;
+}
+
+/** An ISO date or date-time; a bare date as `dateTo` means the whole of that day. */
+function dateParam(query: URLSearchParams, name: 'dateFrom' | 'dateTo'): { iso: string; exclusive: boolean } | null {
+  const raw = query.get(name);
+  if (raw === null || raw === '') return null;
+  const dateOnly = /^\d{4}-\d{2}-\d{2}$/.test(raw);
+  const ms = Date.parse(raw);
+  if (!/^\d{4}-\d{2}-\d{2}(?:T[\d:.]+(?:Z|[+-]\d{2}:?\d{2})?)?$/.test(raw) || !Number.isFinite(ms)) {
+    throw badRequest(`${name}: must be an ISO 8601 date or date-time (e.g. 2026-05-08 or 2026-05-08T07:51:50Z)`);
+  }
+  if (dateOnly && name === 'dateTo') return { iso: new Date(ms + 86_400_000).toISOString(), exclusive: true };
+  return { iso: new Date(ms).toISOString(), exclusive: false };
+}
+
+function durationBuckets(query: URLSearchParams): Where | null {
+  const buckets = listParam(query, 'durationFilter', (v) => BUCKET.test(v), 'a duration bucket (<N, >N or A-B seconds)');
+  if (!buckets) return null;
+  return (eb) =>
+    eb.or(
+      buckets.map((b) => {
+        const [, lt, gt, lo, hi] = BUCKET.exec(b) as RegExpExecArray;
+        if (lt !== undefined) return eb('duration_s', '<', Number(lt));
+        if (gt !== undefined) return eb('duration_s', '>', Number(gt));
+        return eb.and([eb('duration_s', '>=', Number(lo)), eb('duration_s', '<=', Number(hi))]);
+      }),
+    );
+}
+
+/** `search`: a case-insensitive substring of the call id or either phone number (transcripts are not searched). */
+function searchFilter(query: URLSearchParams): Where | null {
+  const raw = query.get('search')?.trim();
+  if (!raw) return null;
+  if (raw.length > 200) throw badRequest('search: at most 200 characters');
+  const pattern = `%${raw.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+  const like = (column: 'call_id' | 'from_number' | 'to_number') => sql<SqlBool>`lower(${sql.ref(column)}) like ${pattern} escape '\\'`;
+  return (eb) => eb.or([like('call_id'), like('from_number'), like('to_number')]);
+}
+
+/** Applies every filter of the query string to the organization's calls (400 naming a bad parameter). */
+async function filteredCalls(db: Db, actor: Actor, query: URLSearchParams): Promise<CallsQuery> {
+  let q: CallsQuery = db.selectFrom('calls').where('org_id', '=', actor.orgId);
+  // `agentId` (one, 404/403 when not the caller's) is the earlier form; `agentIds` filters without checking.
+  const agentId = query.get('agentId');
+  if (agentId !== null) {
+    await loadAgent(db, actor, agentId);
+    q = q.where('agent_id', '=', agentId);
+  }
+  const agentIds = listParam(query, 'agentIds', isObjectId, 'a 24-hex agent id');
+  if (agentIds) q = q.where('agent_id', 'in', agentIds);
+  // No call belongs to a campaign yet: any campaign filter matches nothing.
+  if (listParam(query, 'campaignIds', isObjectId, 'a 24-hex campaign id')) q = q.where(NONE);
+  const types = listParam(query, 'callTypes', (v) => (CALL_TYPES as readonly string[]).includes(v), `a call type (${CALL_TYPES.join(', ')})`);
+  if (types) q = q.where('type', 'in', types);
+  const statuses = listParam(query, 'statusFilter', (v) => (CALL_STATUSES as readonly string[]).includes(v), `a call status (${CALL_STATUSES.join(', ')})`);
+  if (statuses) q = q.where('status', 'in', statuses);
+  const reasons = listParam(query, 'disconnectReasonFilter');
+  if (reasons) q = q.where('end_reason', 'in', reasons);
+  // Calls are never retried yet: every call is a first attempt.
+  if (oneOf(query, 'callAttemptFilter', ATTEMPTS, 'all') === 'retry') q = q.where(NONE);
+  const buckets = durationBuckets(query);
+  if (buckets) q = q.where(buckets);
+  const versions = listParam(query, 'versionFilter', isObjectId, 'a 24-hex version (revision) id');
+  if (versions) q = q.where('revision_id', 'in', versions);
+  const search = searchFilter(query);
+  if (search) q = q.where(search);
+  const from = dateParam(query, 'dateFrom');
+  const to = dateParam(query, 'dateTo');
+  if (from && to && (to.exclusive ? from.iso >= to.iso : from.iso > to.iso)) throw badRequest('dateFrom: must not be after dateTo');
+  if (from) q = q.where('created_at', '>=', from.iso);
+  if (to) q = q.where('created_at', to.exclusive ? '<' : '<=', to.iso);
+  return q;
+}
+
+/** `GET /conversation`: the organization's calls, filtered, sorted (`createdAt` desc by default) and paged. */
+export async function listCallLogs(db: Db, actor: Actor, query: URLSearchParams): Promise<CallLogPage> {
+  const page = intParam(query, 'page', 1, 1, 1_000_000);
+  const limit = intParam(query, 'limit', 20, 1, 100);
+  const sortBy = oneOf(query, 'sortBy', Object.keys(SORT_COLUMNS) as (keyof typeof SORT_COLUMNS)[], 'createdAt');
+  const order = oneOf(query, 'sortOrder', ['asc', 'desc'] as const, 'desc');
+  const base = await filteredCalls(db, actor, query);
+  const total = Number((await base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+  let rows = base.selectAll();
+  // Calls still running have no duration: they sort last either way.
+  if (sortBy === 'duration') rows = rows.orderBy(sql`case when duration_s is null then 1 else 0 end`);
+  rows = rows.orderBy(SORT_COLUMNS[sortBy], order);
+  if (sortBy !== 'createdAt') rows = rows.orderBy('created_at', 'desc');
+  const found = await rows.orderBy('id', sortBy === 'createdAt' ? order : 'desc').limit(limit).offset((page - 1) * limit).execute();
+  const totalPages = Math.ceil(total / limit);
+  return { logs: await callLogs(db, found), pagination: { total, page, limit, hasMore: page * limit < total, totalPages } };
+}
+
+/** `POST /conversation/search` `{callIds}`: those of the caller's calls, in the order asked; unknown ids are left out. */
+export async function searchCallLogs(db: Db, actor: Actor, body: unknown): Promise<{ logs: Record<string, unknown>[]; total: number; requestedCount: number }> {
+  const callIds = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>).callIds : undefined;
+  if (!Array.isArray(callIds) || callIds.length === 0 || !callIds.every((c) => typeof c === 'string')) {
+    throw badRequest('callIds: must be a non-empty array of call id strings');
+  }
+  if (callIds.length > MAX_LIST) throw badRequest(`callIds: at most ${MAX_LIST} call ids`);
+  const wanted = [...new Set(callIds as string[])];
+  const rows = await db.selectFrom('calls').selectAll().where('org_id', '=', actor.orgId).where('call_id', 'in', wanted).execute();
+  const byId = new Map(rows.map((r) => [r.call_id, r]));
+  const ordered = wanted.map((id) => byId.get(id)).filter((r): r is CallRow => r !== undefined);
+  return { logs: await callLogs(db, ordered), total: ordered.length, requestedCount: callIds.length };
+}
+
+/** Call rows as call-log entries (one query for the revision numbers). */
+async function callLogs(db: Db, rows: CallRow[]): Promise<Record<string, unknown>[]> {
+  const revisionIds = [...new Set(rows.map((r) => r.revision_id).filter((id): id is string => id !== null))];
+  const numbers = new Map<string, number | null>();
+  if (revisionIds.length) {
+    for (const r of await db.selectFrom('revisions').select(['id', 'revision_number']).where('id', 'in', revisionIds).execute()) numbers.set(r.id, r.revision_number);
+  }
+  return rows.map((row) => callLogDto(row, numbers.get(row.revision_id ?? '') ?? null));
+}
+
+/** One call-log entry: exactly the wire's fields (retries and costs do not exist here yet: 0 / null). */
+function callLogDto(row: CallRow, versionNumber: number | null): Record<string, unknown> {
+  const metrics = parseJson<CallMetrics>(row.metrics);
+  const analytics = postCallAnalytics(metrics);
+  return {
+    _id: row.id,
+    callId: row.call_id,
+    status: row.status,
+    duration: callDuration(row),
+    from: row.from_number,
+    to: row.to_number,
+    type: row.type,
+    agentId: row.agent_id,
+    recordingUrl: row.recording_mono ? recordingIdentifier(row.recording_mono) : null,
+    recordingDualUrl: row.recording_dual ? recordingIdentifier(row.recording_dual) : null,
+    disconnectionReason: row.end_reason,
+    retryCount: 0,
+    createdAt: row.created_at,
+    dispositionMetrics: Array.isArray(analytics?.dispositionMetrics) ? analytics.dispositionMetrics : [],
+    callFailureReason: row.status === 'failed' ? row.end_reason : null,
+    callCost: 0,
+    versionId: row.revision_id,
+    versionNumber,
+    isTest: Boolean(row.is_test),
+    retryCallId: null,
+    retryAttemptNumber: 0,
+    postCallAnalytics: analytics,
+    turnLatencyMetrics: turnLatencyMetrics(metrics, row.updated_at, row.started_at),
+  };
+}
