@@ -50,6 +50,6 @@ printTable(
   1,
 );
 for (const run of runs) if (run.problems.length) console.log(`${run.root}: server problems:\n${run.problems.join('\n')}`);
-const out = resultPath('chat-flood');
+const out = resultPath(`chat-flood-${DIALECT}`);
 writeFileSync(out, JSON.stringify({ date: new Date().toISOString(), messages: MESSAGES, dialect: DIALECT, runs: runs.map(({ root, result }) => ({ root, ...result })) }, null, 2));
 console.log(`\nwrote ${out}`);

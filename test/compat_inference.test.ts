@@ -5,6 +5,7 @@ import WebSocket from 'ws';
 import { serverForSuite } from './support/suite.js';
 import { testDialects } from './support/server.js';
 import { asteriskWav } from './support/speech.js';
+import { upgradeRefusal } from './support/ws-refusal.js';
 
 const W = '/waves/v1';
 
@@ -27,22 +28,6 @@ function speak(url: string, key: string, messages: object[]): Promise<{ frames: 
   });
 }
 
-/** The HTTP answer to a refused upgrade. */
-function refusal(url: string, headers: Record<string, string>): Promise<{ status: number; body: unknown }> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, { headers });
-    ws.on('unexpected-response', (_q, res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
-    });
-    ws.on('open', () => {
-      ws.close();
-      reject(new Error('the upgrade was accepted'));
-    });
-    ws.on('error', () => {});
-  });
-}
 
 /** Any method with any body (fetch refuses a body on GET), each on a connection of its own. */
 function rawHttp(port: number, method: string, path: string, headers: Record<string, string>, body: Buffer): Promise<{ status: number; body: unknown }> {
@@ -84,8 +69,8 @@ describe('speech compatibility', () => {
     expect(pcm(older).equals(pcm(live))).toBe(true);
     // Same query parameters and limits: a bad timeout is refused the same way on both paths.
     const auth = { authorization: `Bearer ${suite.server.key}` };
-    const refusedLive = await refusal(ws('/tts/live?timeout=0'), auth);
-    expect(await refusal(ws('/streaming-tts/stream?timeout=0'), auth)).toEqual(refusedLive);
+    const refusedLive = await upgradeRefusal(ws('/tts/live?timeout=0'), auth);
+    expect(await upgradeRefusal(ws('/streaming-tts/stream?timeout=0'), auth)).toEqual(refusedLive);
     expect(refusedLive).toEqual({ status: 400, body: { error: 'InvalidRequest', message: expect.stringContaining('timeout') } });
   });
 
@@ -241,8 +226,8 @@ describe.each(testDialects())('error bodies on /waves (%s)', (dialect) => {
   ])('WSS $path: upgrade refusals (missing key, bad key, validation) share its shape', async ({ kind, path, invalid }) => {
     const url = (p: string) => `ws://127.0.0.1:${suite.server.port}${W}${p}`;
     const shape = SHAPES[kind];
-    expect(await refusal(url(path), {})).toEqual({ status: 401, body: shape(401) });
-    expect(await refusal(url(path), { authorization: 'Bearer sk_not_a_key' })).toEqual({ status: 401, body: shape(401) });
-    expect(await refusal(url(invalid), { authorization: `Bearer ${suite.server.key}` })).toEqual({ status: 400, body: shape(400) });
+    expect(await upgradeRefusal(url(path), {})).toEqual({ status: 401, body: shape(401) });
+    expect(await upgradeRefusal(url(path), { authorization: 'Bearer sk_not_a_key' })).toEqual({ status: 401, body: shape(401) });
+    expect(await upgradeRefusal(url(invalid), { authorization: `Bearer ${suite.server.key}` })).toEqual({ status: 400, body: shape(400) });
   });
 });

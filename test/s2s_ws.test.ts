@@ -1,12 +1,12 @@
 // WSS /waves/v1/s2s end to end: a real server with the built-in speech models, a local server speaking the OpenAI
 // streaming protocol as the language model, real speech streamed at real-time pace.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { freshStore, sleep, startServer, type StoreEnv, type TestServer } from './support/server.js';
 import { AgentCaller, speech, type Frame } from './support/agent-client.js';
 import { OpenAiMock, type MockReply, type MockRequest } from './support/openai-mock.js';
 import { decodeLinear16 } from '../engine/audio/codecs.js';
 import { writeWav } from '../engine/audio/wav.js';
+import { upgradeRefusal } from './support/ws-refusal.js';
 
 const W = '/waves/v1';
 const RATE = 16000;
@@ -42,22 +42,6 @@ function client(query: Record<string, string> = {}, s: TestServer = server): Age
   return new AgentCaller(s2sUrl(s, { model: 'hydra-v1.1', api_key: s.key, ...query }), RATE);
 }
 
-/** The HTTP answer to an upgrade that is refused. */
-function refusal(url: string): Promise<{ status: number; body: any }> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url);
-    ws.on('unexpected-response', (_req, res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
-    });
-    ws.on('open', () => {
-      ws.close();
-      reject(new Error('the upgrade was accepted'));
-    });
-    ws.on('error', () => {});
-  });
-}
 
 async function configure(c: AgentCaller, session: Record<string, unknown>): Promise<Frame> {
   const mark = c.frames.length;
@@ -113,16 +97,16 @@ afterAll(async () => {
 
 describe('WSS /s2s: connecting', () => {
   it('refuses before the upgrade: 401 without or with a bad key, 400 without or with an unknown model', async () => {
-    const noKey = await refusal(`ws://127.0.0.1:${server.port}${W}/s2s?model=hydra-v1.1`);
+    const noKey = await upgradeRefusal(`ws://127.0.0.1:${server.port}${W}/s2s?model=hydra-v1.1`);
     expect(noKey.status).toBe(401);
     expect(typeof noKey.body.error).toBe('string');
-    const badKey = await refusal(s2sUrl(server, { model: 'hydra-v1.1', api_key: 'sk_not_a_key' }));
+    const badKey = await upgradeRefusal(s2sUrl(server, { model: 'hydra-v1.1', api_key: 'sk_not_a_key' }));
     expect(badKey.status).toBe(401);
     expect(Object.keys(badKey.body)).toEqual(['error']);
-    const noModel = await refusal(s2sUrl(server, { api_key: server.key }));
+    const noModel = await upgradeRefusal(s2sUrl(server, { api_key: server.key }));
     expect(noModel.status).toBe(400);
     expect(noModel.body.error).toMatch(/model/);
-    const unknown = await refusal(s2sUrl(server, { model: 'hydra-v2', api_key: server.key }));
+    const unknown = await upgradeRefusal(s2sUrl(server, { model: 'hydra-v2', api_key: server.key }));
     expect(unknown.status).toBe(400);
     expect(unknown.body.error).toContain('hydra-v2');
   });
