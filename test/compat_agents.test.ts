@@ -84,6 +84,9 @@ describe.each(testDialects())('hosted-platform agent compatibility on %s', (dial
     expect((await get(`/agent/${kolkata}`)).timezone).toEqual({ label: 'Asia/Kolkata', offset: 330 });
     const dtoDefault = await createAgent(suite.server, { name: 'Tz DTO', timezone: { label: '(GMT+0:00) UTC', offset: 0 } });
     expect((await get(`/agent/${dtoDefault}`)).timezone).toEqual({ label: 'UTC', offset: 0 });
+    // A name ICU knows as an alias, written in lower case: stored as a real IANA name, never as typed.
+    const lower = await createAgent(suite.server, { name: 'Tz lower', timezone: 'asia/kolkata' });
+    expect((await get(`/agent/${lower}`)).timezone).toEqual({ label: 'Asia/Calcutta', offset: 330 });
 
     // PATCH with the object, letter case fixed.
     const patched = await suite.server.request('PATCH', `${A}/agent/${plain}`, { body: { timezone: { label: 'europe/berlin', offset: 1 } } });

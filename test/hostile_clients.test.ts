@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import http from 'node:http';
 import WebSocket from 'ws';
-import { createOrgKey, sleep, testDialects, type TestServer } from './support/server.js';
+import { createOrgKey, sleep, storeSql, testDialects, type TestServer } from './support/server.js';
 import { serverForSuite } from './support/suite.js';
 import { rawRequest, rssMiB } from './support/raw-http.js';
 import { chatFlood } from './support/chat-flood.js';
@@ -132,10 +132,43 @@ describe.each(testDialects())('a chat flood on %s', (dialect) => {
     const live = running.body.data.transcript as { role: string; content: string }[];
     expect(live.map((t) => t.role)).toEqual(['agent', 'user', 'agent', 'user', 'agent']);
     expect(live[1]?.content).toBe('Hello there');
+    // Stored a row per entry while the call runs; the record's own transcript is written once, at the end.
+    const rows = await storeSql(suite.store, 'SELECT seq, role, content FROM call_turns WHERE call_id = $1 ORDER BY seq', [callId]);
+    expect(rows.map((r) => [Number(r.seq), r.role, r.content])).toEqual(live.map((t, i) => [i, t.role, t.content]));
+    const [record] = await storeSql(suite.store, 'SELECT transcript FROM calls WHERE call_id = $1', [callId]);
+    expect(record?.transcript).toBe('[]');
     caller.send({ type: 'session.close' });
     await caller.closed;
     const ended = await endedCall(suite.server, callId);
     expect(ended.transcript).toEqual(live);
+    expect(await storeSql(suite.store, 'SELECT seq FROM call_turns WHERE call_id = $1', [callId])).toEqual([]);
+  });
+
+  it('audio is metered by its duration: small frames at real time pass, a minute of audio at once is refused', async () => {
+    const agentId = await demoAgent(suite.server);
+    const caller = new AgentCaller(connectUrl(suite.server, { api_key: suite.server.key, agent_id: agentId, mode: 'webcall', sample_rate: '48000' }), 48000);
+    await caller.opened;
+    await caller.waitFor((f) => f.type === 'session.created');
+    // 128-sample frames (375 messages a second) at real-time pace for 1.5 s: none refused.
+    const frame = Buffer.alloc(256).toString('base64');
+    const started = performance.now();
+    for (let i = 0; i < 560; i++) {
+      caller.send({ type: 'input_audio_buffer.append', audio: frame });
+      if (i % 38 === 37) await sleep(Math.max(0, started + ((i + 1) * 1000) / 375 - performance.now()));
+    }
+    await sleep(200);
+    expect(caller.of('error', (f) => f.code === 'rate_limited')).toEqual([]);
+    // 30 one-second chunks back to back: the 20 s burst (less what was just sent) passes, the rest is refused.
+    const second = Buffer.alloc(96_000).toString('base64');
+    for (let i = 0; i < 30; i++) caller.send({ type: 'input_audio_buffer.append', audio: second });
+    await caller.waitFor((f) => f.type === 'error' && f.code === 'rate_limited');
+    await sleep(200);
+    const refused = caller.of('error', (f) => f.code === 'rate_limited').length;
+    expect(refused).toBeGreaterThanOrEqual(10);
+    expect(refused).toBeLessThanOrEqual(12);
+    expect(caller.closeCode).toBeNull();
+    caller.ws.close();
+    await caller.closed;
   });
 
   it('messages sent before the session is ready are kept and answered, or refused with an error, never dropped', async () => {

@@ -45,7 +45,8 @@ function formatter(zone: string): Intl.DateTimeFormat | null {
 
 /**
  * The IANA name a written timezone stands for: a string, or an object whose `label` counts (its `offset` is ignored).
- * Keeps the caller's spelling (ICU would turn `Asia/Kolkata` into `Asia/Calcutta`), fixing only letter case. Null if not an IANA zone.
+ * Keeps the caller's spelling (ICU would turn `Asia/Kolkata` into `Asia/Calcutta`) when written as IANA writes it; fixes
+ * letter case otherwise (`asia/kolkata` reads as ICU's `Asia/Calcutta`). Null if not an IANA zone.
  */
 export function canonicalZone(value: unknown): string | null {
   const raw = typeof value === 'string' ? value : value && typeof value === 'object' && !Array.isArray(value) ? (value as { label?: unknown }).label : undefined;
@@ -58,7 +59,18 @@ export function canonicalZone(value: unknown): string | null {
   if (!f) return null;
   if (single) return single;
   const resolved = f.resolvedOptions().timeZone;
-  return resolved.toLowerCase() === name.toLowerCase() ? resolved : name;
+  if (resolved.toLowerCase() === name.toLowerCase()) return resolved;
+  // A name ICU resolves to another (Asia/Kolkata -> Asia/Calcutta): the caller's spelling when it is written as
+  // IANA writes names (each part capitalised), else the zone of that name in any case, else ICU's name for it.
+  if (name.split('/').every((part) => /^[A-Z][a-z]/.test(part))) return name;
+  return zonesByLowerCase().get(name.toLowerCase()) ?? resolved;
+}
+
+let lowerCaseZones: Map<string, string> | null = null;
+/** ICU's zone names by their lower case. */
+function zonesByLowerCase(): Map<string, string> {
+  lowerCaseZones ??= new Map(Intl.supportedValuesOf('timeZone').map((z) => [z.toLowerCase(), z]));
+  return lowerCaseZones;
 }
 
 /** Minutes from UTC of an IANA zone at `at` (e.g. America/New_York: -300 in winter, -240 in summer). */

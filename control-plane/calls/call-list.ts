@@ -45,12 +45,17 @@ function oneOf<T extends string>(query: URLSearchParams, name: string, allowed: 
   return raw as T;
 }
 
-/** An ISO date or date-time; a bare date as `dateTo` means the whole of that day. */
+/**
+ * An ISO date or date-time; a bare date as `dateTo` means the whole of that day. Times without a zone are UTC (not
+ * the server's zone); an offset whose `+` arrived as a space (an unencoded query string) is read as `+`.
+ */
 function dateParam(query: URLSearchParams, name: 'dateFrom' | 'dateTo'): { iso: string; exclusive: boolean } | null {
-  const raw = query.get(name);
-  if (raw === null || raw === '') return null;
+  const given = query.get(name);
+  if (given === null || given === '') return null;
+  const raw = given.replace(/ (\d{2}:?\d{2})$/, '+$1');
   const dateOnly = /^\d{4}-\d{2}-\d{2}$/.test(raw);
-  const ms = Date.parse(raw);
+  const zoned = dateOnly || /(?:Z|[+-]\d{2}:?\d{2})$/.test(raw);
+  const ms = Date.parse(zoned ? raw : `${raw}Z`);
   if (!/^\d{4}-\d{2}-\d{2}(?:T[\d:.]+(?:Z|[+-]\d{2}:?\d{2})?)?$/.test(raw) || !Number.isFinite(ms)) {
     throw badRequest(`${name}: must be an ISO 8601 date or date-time (e.g. 2026-05-08 or 2026-05-08T07:51:50Z)`);
   }

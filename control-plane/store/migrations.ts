@@ -305,6 +305,27 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0010_widget_config_to_meta': {
+    async up(db: Kysely<any>) {
+      // Widget settings became agent metadata (not versioned): move what an agent's served configuration still
+      // carries in its `widget` block into `meta.widgetConfig`, so no agent loses its widget.
+      const agents = await db.selectFrom('agents').select(['id', 'meta', 'base_blocks', 'live_branch_id']).execute();
+      for (const agent of agents) {
+        const meta = JSON.parse(agent.meta) as Record<string, unknown>;
+        if (meta.widgetConfig !== undefined) continue;
+        const branch = await db.selectFrom('branches').select('head_revision_id').where('id', '=', agent.live_branch_id).executeTakeFirst();
+        const head = branch?.head_revision_id
+          ? await db.selectFrom('revisions').select('blocks').where('id', '=', branch.head_revision_id).executeTakeFirst()
+          : undefined;
+        const refs = JSON.parse(head?.blocks ?? agent.base_blocks) as Record<string, string>;
+        if (!refs.widget) continue;
+        const block = await db.selectFrom('blocks').select('content').where('id', '=', refs.widget).executeTakeFirst();
+        const widget = block ? (JSON.parse(block.content) as Record<string, unknown>).widgetConfig : undefined;
+        if (!widget || typeof widget !== 'object' || Array.isArray(widget)) continue;
+        await db.updateTable('agents').set({ meta: JSON.stringify({ ...meta, widgetConfig: widget }) }).where('id', '=', agent.id).execute();
+      }
+    },
+  },
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -6,12 +6,17 @@ import type { Db } from '../../control-plane/store/db.js';
 import { updateCall, type CallPatch, type TranscriptEntry } from '../../control-plane/calls/calls.js';
 import { saveTurns, type TurnWrite } from '../../control-plane/calls/turns.js';
 
+/** How long a refused write waits before its changes are tried again. */
+const RETRY_MS = 1000;
+
 export class CallRecordWriter {
   private patch: CallPatch = {};
   /** Transcript entries the store has (the first `saved` of the session's). */
   private saved = 0;
   private running: Promise<void> | null = null;
   private scheduled = false;
+  private closed = false;
+  private retry: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly db: Db,
@@ -23,35 +28,61 @@ export class CallRecordWriter {
 
   /** The transcript grew (the session emits before it appends: the entries are read when the write goes out). */
   transcriptChanged(): void {
-    this.schedule();
+    if (!this.closed) this.schedule();
   }
 
   /** Merges fields of the call record (later values win). */
   update(patch: CallPatch): void {
+    if (this.closed) return;
     Object.assign(this.patch, patch);
     this.schedule();
   }
 
-  /** Resolves once everything noted so far is written. */
+  /**
+   * The call ended: later changes are ignored (the final record is written whole, after this), and what is pending
+   * gets one more attempt now instead of waiting for a retry.
+   */
+  close(): void {
+    this.closed = true;
+    if (this.retry) {
+      clearTimeout(this.retry);
+      this.retry = null;
+      this.schedule();
+    }
+  }
+
+  /** Resolves once everything noted so far is written (or, after close, has had its last attempt). */
   async flushed(): Promise<void> {
-    while (this.running || this.scheduled) await (this.running ?? new Promise((r) => setImmediate(r)));
+    while (this.running || this.scheduled || this.retry) await (this.running ?? new Promise((r) => setTimeout(r, this.retry ? 50 : 0)));
   }
 
   private schedule(): void {
-    if (this.scheduled || this.running) return;
+    if (this.scheduled || this.running || this.retry) return;
     this.scheduled = true;
     // Changes made in the same turn of the event loop go out together.
     setImmediate(() => {
       this.scheduled = false;
-      this.running = this.write().finally(() => {
+      this.running = this.write().then((ok) => {
         this.running = null;
-        if (this.saved < this.entries.length || Object.keys(this.patch).length) this.schedule();
+        const pending = this.saved < this.entries.length || Object.keys(this.patch).length > 0;
+        if (!pending) return;
+        if (ok) this.schedule();
+        else if (!this.closed) {
+          // The store refused: keep the changes and try again shortly (the running call must not lose turns).
+          this.retry = setTimeout(() => {
+            this.retry = null;
+            this.schedule();
+          }, RETRY_MS);
+          this.retry.unref();
+        }
       });
     });
   }
 
-  private async write(): Promise<void> {
-    const turns: TurnWrite[] = this.entries.slice(this.saved).map((entry, i) => ({ seq: this.saved + i, entry }));
+  /** One transaction: the new transcript entries and the merged fields. On failure they stay pending; false. */
+  private async write(): Promise<boolean> {
+    const from = this.saved;
+    const turns: TurnWrite[] = this.entries.slice(from).map((entry, i) => ({ seq: from + i, entry }));
     this.saved = this.entries.length;
     const patch = this.patch;
     this.patch = {};
@@ -60,8 +91,12 @@ export class CallRecordWriter {
         await saveTurns(tx, this.callId, turns);
         if (Object.keys(patch).length) await updateCall(tx, this.callId, patch);
       });
+      return true;
     } catch (err) {
-      this.logger.warn({ err: err instanceof Error ? err.message : String(err), callId: this.callId }, 'could not update the call record');
+      this.logger.warn({ err: err instanceof Error ? err.message : String(err), callId: this.callId }, 'could not update the call record; retrying');
+      this.saved = from;
+      this.patch = { ...patch, ...this.patch };
+      return false;
     }
   }
 }

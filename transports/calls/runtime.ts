@@ -185,6 +185,7 @@ export class CallRuntime {
               metrics: { turns: [...session.turnMetrics], interruptions: [...session.interruptions], processedAt: endedAt.toISOString() },
             };
             // The recording first (so post-conversation can name it), then the final record and its event together.
+            writer.close();
             void writer
               .flushed()
               .then(() => this.saveRecording(orgId, callId, recorder))

@@ -16,6 +16,8 @@ export function bearerToken(req: HttpRequest): string | null {
 export const inferenceError = (status: number, message: string, headers?: Record<string, string>) => new ApiError(status, message, { headers });
 
 export const TOKEN_INVALID = 'Access token is invalid or expired';
+/** The refusal of a request that presented no credential at all. */
+export const CREDENTIAL_MISSING = 'Unauthorized: missing API key (send Authorization: Bearer sk_...)';
 
 export interface Credential {
   key: { id: string; orgId: string; name: string; rateLimitPerMin: number | null };
@@ -41,7 +43,7 @@ export function authenticator(keys: KeyResolver, tokens: AccessTokens, limiter: 
     const refuse = (status: number, message: string, headers?: Record<string, string>) =>
       platform ? new ApiError(status, message, { headers }) : inferenceError(status, message, headers);
     const presented = bearerToken(req);
-    if (!presented) throw refuse(401, 'Unauthorized: missing API key (send Authorization: Bearer sk_...)');
+    if (!presented) throw refuse(401, CREDENTIAL_MISSING);
     const credential = await resolveCredential(keys, tokens, presented);
     if (!credential) throw refuse(401, isAccessTokenShaped(presented) ? TOKEN_INVALID : 'Unauthorized: invalid API key');
     if (credential.via === 'token' && mode !== 'inference') throw refuse(403, 'Access tokens are not accepted on this route; use an API key');

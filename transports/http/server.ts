@@ -175,7 +175,7 @@ export class HttpServer {
         if (malformedPath) throw new ApiError(400, 'Malformed percent-encoding in the request path');
         if (unmatched) throw new ApiError(404, 'Resource not found');
         if (options.auth !== 'none') await this.opts.authenticate(request, options.auth);
-        if (declared !== undefined && Number(declared) > limit) throw new ApiError(413, `Request body exceeds ${limit} bytes`);
+        if (declared !== undefined && Number(declared) > limit) throw new ApiError(options.oversizeStatus ?? 413, `Request body exceeds ${limit} bytes`);
         return null;
       } catch (err) {
         if (err instanceof ApiError) return err;
@@ -185,7 +185,11 @@ export class HttpServer {
 
     const limit = unmatched ? 0 : (options.maxBodyBytes ?? this.opts.maxBodyBytes);
     if (!hasBody) {
-      void admit().then((refusal) => (refusal ? refuse(refusal) : run()), refuse);
+      void admit().then((refusal) => {
+        if (aborted) return; // gone while its credential was checked: counted (499), not run
+        if (refusal) refuse(refusal);
+        else void run();
+      }, refuse);
       return;
     }
     // The body is not buffered until the request is admitted: reading pauses while the path, credential and
@@ -196,7 +200,7 @@ export class HttpServer {
     let size = 0;
     const chunks: Buffer[] = [];
     const complete = (): void => {
-      if (size > limit) refuse(new ApiError(413, `Request body exceeds ${limit} bytes`));
+      if (size > limit) refuse(new ApiError(options.oversizeStatus ?? 413, `Request body exceeds ${limit} bytes`));
       else if (bodyEnded) {
         request.body = Buffer.concat(chunks, size);
         void run();

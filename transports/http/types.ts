@@ -55,6 +55,8 @@ export interface RouteOptions {
   maxBodyBytes?: number;
   /** The route's error shape; default: the platform envelope on `key`/`none` routes, `{error}` on inference routes. */
   errorBody?: ErrorBody;
+  /** The status of a body over the limit: 413, or 400 where a route's wire says so. */
+  oversizeStatus?: 400 | 413;
 }
 
 /** The inference API's plainest error body, used where a route declares no shape of its own. */

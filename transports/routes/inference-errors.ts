@@ -1,6 +1,7 @@
 // The inference API's error bodies, one per kind of route (wire: inference-api.md), each route's `errorBody`.
 import { ApiError } from '../../control-plane/errors.js';
 import type { ErrorBody } from '../http/types.js';
+import { CREDENTIAL_MISSING } from '../http/auth.js';
 
 const text = (err: ApiError) => err.errors.join('; ');
 
@@ -31,12 +32,13 @@ export const sttErrorBody: ErrorBody = (err) => ({ error: text(err) });
 
 /**
  * Legacy `POST /<stt-model>/get_text` (and its WebSocket upgrade): the wire's shapes by status. Every client fault
- * (validation, bad body, malformed JSON, oversize) is the 400 body `{status: "error", message, errors: "<detail>"}`;
- * 401 is `{error: "unauthorized"}`; anything else `{error}`.
+ * (validation, bad body, malformed JSON, oversize: status 400 here, as the wire says) is the 400 body
+ * `{status: "error", message, errors: "<detail>"}`; 401 is `{message}` without a credential, `{error: "unauthorized"}`
+ * with a bad one; anything else `{error}`.
  */
 export const legacySttErrorBody: ErrorBody = (err) => {
   if (err.status === 400 || err.status === 413) return { status: 'error', message: 'Error handling audio data', errors: text(err) };
-  if (err.status === 401) return { error: 'unauthorized' };
+  if (err.status === 401) return text(err) === CREDENTIAL_MISSING ? { message: 'no tokens provided' } : { error: 'unauthorized' };
   return { error: text(err) };
 };
 

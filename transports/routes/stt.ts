@@ -169,7 +169,7 @@ export function sttRoutes(server: HttpServer, prefix: string, registry: ModelReg
         metadata: { duration: round(result.duration), fileSize: input.bytes, ...(input.fromUrl ? { filename: input.fromUrl.split('/').pop() ?? '' } : {}) },
       },
     };
-  }, { auth: 'inference-key-only', maxBodyBytes: limits.maxBodyBytes, errorBody: legacySttErrorBody });
+  }, { auth: 'inference-key-only', maxBodyBytes: limits.maxBodyBytes, errorBody: legacySttErrorBody, oversizeStatus: 400 });
 }
 
 function parseExtra(raw: string | null): Record<string, string> {

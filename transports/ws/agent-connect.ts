@@ -34,11 +34,14 @@ const STALL_MS = 8000;
 const MAX_AUDIO_BYTES = 16 * 48000 * 2;
 const MAX_TEXT = 4000;
 /**
- * Inbound rate per session: any message (audio arrives 25-100 a second), and text turns (a person types a few a
- * minute; a test script a few a second). Excess gets `error` rate_limited; more than REFUSALS_BEFORE_CLOSE refusals
- * within REFUSAL_WINDOW_MS end the session with reason rate_limited (close 1008).
+ * Inbound rate per session. Messages of any kind: 1000 a second (bursts of 2000), far above any audio framing (a
+ * 128-sample frame at 48 kHz is 375 a second). Audio by its duration: twice real time, with bursts of 20 s (one
+ * append may carry 16 s). Text turns: a person types a few a minute, a test script a few a second. Excess gets
+ * `error` rate_limited; more than REFUSALS_BEFORE_CLOSE refusals within REFUSAL_WINDOW_MS end the session with
+ * reason rate_limited (close 1008).
  */
-export const MESSAGE_RATE = { burst: 200, perSecond: 100 };
+export const MESSAGE_RATE = { burst: 2000, perSecond: 1000 };
+export const AUDIO_RATE = { burstSeconds: 20, secondsPerSecond: 2 };
 export const TEXT_RATE = { burst: 10, perSecond: 2 };
 const REFUSALS_BEFORE_CLOSE = 50;
 const REFUSAL_WINDOW_MS = 10_000;
@@ -168,6 +171,9 @@ class AgentConnection implements WsSession {
   private early: Record<string, unknown>[] = [];
   private readonly messages = new TokenBucket(MESSAGE_RATE.burst, MESSAGE_RATE.perSecond);
   private readonly texts = new TokenBucket(TEXT_RATE.burst, TEXT_RATE.perSecond);
+  private readonly audioSeconds = new TokenBucket(AUDIO_RATE.burstSeconds, AUDIO_RATE.secondsPerSecond);
+  /** Set once the session is being ended for its rate: later messages are ignored. */
+  private ratedOut = false;
   private readonly refusals = new RefusalWindow(REFUSALS_BEFORE_CLOSE, REFUSAL_WINDOW_MS);
 
   constructor(
@@ -200,7 +206,7 @@ class AgentConnection implements WsSession {
         (call) => {
           this.call = call;
           if (this.conn.closed) {
-            call.session.end('websocket_closed');
+            call.session.end(this.ratedOut ? 'rate_limited' : 'websocket_closed');
             return;
           }
           const early = this.early;
@@ -218,7 +224,7 @@ class AgentConnection implements WsSession {
   }
 
   onMessage(data: Buffer, isBinary: boolean): void {
-    if (this.closing) return;
+    if (this.closing || this.ratedOut) return;
     if (!this.messages.take()) {
       this.refuse('rate_limited', `more than ${MESSAGE_RATE.perSecond} messages a second`);
       return;
@@ -240,6 +246,14 @@ class AgentConnection implements WsSession {
       this.refuse('rate_limited', `more than ${TEXT_RATE.perSecond} text messages a second (bursts of ${TEXT_RATE.burst})`);
       return;
     }
+    // Audio by duration (base64: 4 characters for 3 bytes; 16-bit samples at the session rate).
+    if (msg.type === 'input_audio_buffer.append' && typeof msg.audio === 'string') {
+      const seconds = (msg.audio.length * 3) / 4 / 2 / this.prepared.sampleRate;
+      if (!this.audioSeconds.take(seconds)) {
+        this.refuse('rate_limited', `audio faster than ${AUDIO_RATE.secondsPerSecond}x real time (bursts of ${AUDIO_RATE.burstSeconds} s)`);
+        return;
+      }
+    }
     if (!this.call) {
       // Kept until the session is ready, or refused: never dropped silently.
       if (this.early.length < MAX_EARLY) this.early.push(msg);
@@ -256,6 +270,7 @@ class AgentConnection implements WsSession {
       return;
     }
     this.deps.logger.info({ callId: this.prepared.callId }, 'agent session client kept exceeding its message rate; disconnecting');
+    this.ratedOut = true;
     this.error(code, `${message}; the session is closed`);
     if (this.call) this.call.session.end('rate_limited');
     else this.conn.close(1008, 'rate_limited');

@@ -1,7 +1,7 @@
 // How fast one WebSocket client may send: token buckets per class of message, and the point where refusals have
 // gone on long enough that the session is closed instead of answered message by message.
 
-/** A token bucket: `burst` messages at once, refilled at `perSecond`. */
+/** A token bucket: `burst` units at once (messages, or seconds of audio), refilled at `perSecond`. */
 export class TokenBucket {
   private tokens: number;
   private last = performance.now();
@@ -13,12 +13,13 @@ export class TokenBucket {
     this.tokens = burst;
   }
 
-  take(): boolean {
+  /** Takes `cost` units if there are that many; false (nothing taken) otherwise. */
+  take(cost = 1): boolean {
     const now = performance.now();
     this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.perSecond);
     this.last = now;
-    if (this.tokens < 1) return false;
-    this.tokens -= 1;
+    if (this.tokens < cost) return false;
+    this.tokens -= cost;
     return true;
   }
 }
