@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { validateField } from '../control-plane/agents/config-schema.js';
 import { LlmBrain, functionToolsFromAgentTools } from '../engine/agent/brains/llm.js';
 import { WorkflowBrain } from '../engine/agent/brains/workflow.js';
+import { KeypadCollector, keypressText, pressedKeys } from '../engine/agent/keypad.js';
 import { parseWorkflowGraph } from '../engine/agent/brains/workflow-schema.js';
 import { DEMO_AGENT_TEMPLATE_ID, demoAgentConfig } from '../engine/agent/demo-agent.js';
 import type { BrainContext, BrainEvent, Vars } from '../engine/agent/types.js';
@@ -112,6 +113,47 @@ describe('WorkflowBrain', () => {
       { type: 'text', text: 'Hello Ann, do you have an order number?' },
     ]);
     expect(ctx.variables.stage).toBe('greeting');
+  });
+
+  it('follows digits edges on keypresses (an IVR menu), and extraction sees the keys pressed', async () => {
+    const menu = {
+      nodes: [
+        { id: 'menu', type: 'say', text: 'Press 1 for sales, 2 for support, or enter your account number and hash.', extract: [{ variable: 'account', regex: '(\\d{4,})#' }] },
+        { id: 'sales', type: 'say', text: 'Sales it is.' },
+        { id: 'support', type: 'say', text: 'Support it is.' },
+        { id: 'account', type: 'say', text: 'Account {{account}} found.' },
+      ],
+      edges: [
+        { from: 'menu', to: 'sales', condition: { type: 'digits', digits: '1' } },
+        { from: 'menu', to: 'support', condition: { type: 'digits', digits: '2' } },
+        { from: 'menu', to: 'account', condition: { type: 'digits' } },
+      ],
+    };
+    const pick = async (said: string) => {
+      const brain = new WorkflowBrain(menu);
+      const ctx = ctxOf({});
+      await collect(brain.opening(ctx));
+      return { text: textOf(await collect(brain.reply(said, ctx))), node: brain.currentNodeId, vars: ctx.variables };
+    };
+    expect(await pick(keypressText('2'))).toMatchObject({ text: 'Support it is.', node: 'support' });
+    expect(await pick(keypressText('1'))).toMatchObject({ text: 'Sales it is.', node: 'sales' });
+    expect(await pick(keypressText('48213#'))).toMatchObject({ text: 'Account 48213 found.', node: 'account', vars: { account: '48213' } });
+    // Saying "one" is not pressing 1.
+    expect((await pick('one')).node).toBe('menu');
+    expect(() => new WorkflowBrain({ ...menu, edges: [{ from: 'menu', to: 'sales', condition: { type: 'digits', digits: '1x' } }] })).toThrow(/keypad keys/);
+  });
+
+  it('collects keys into one entry: a pause or # ends it', async () => {
+    const entries: string[] = [];
+    const keypad = new KeypadCollector((keys) => entries.push(keys), 60);
+    for (const k of ['4', '8', '#', '1']) keypad.press(k);
+    keypad.press('x');
+    expect(entries).toEqual(['48#']);
+    await new Promise((r) => setTimeout(r, 120));
+    expect(entries).toEqual(['48#', '1']);
+    expect(pressedKeys(keypressText('12*'))).toBe('12*');
+    expect(pressedKeys('pressed 1')).toBeNull();
+    keypad.close();
   });
 
   it('opens with a templated firstMessage instead, on the start node', async () => {

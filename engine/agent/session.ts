@@ -12,6 +12,7 @@
 //   `interruption` goes out. A backchannel, no words, or no words within `falseInterruptionMs` resumes the agent.
 // - Idle: after the agent's turn, user silence for the idle timeout gets a reprompt, up to maxRetries, then the call
 //   ends with reason `idle_timeout`. sessionTimeoutSeconds ends it with `session_timeout`.
+import { KEYPAD, keypressText } from './keypad.js';
 import { SampleDecoder, type Encoding } from '../audio/codecs.js';
 import { Resampler } from '../audio/resample.js';
 import { QueueFullError } from '../models/queue.js';
@@ -281,6 +282,11 @@ export class AgentSession {
     if (!t) return;
     if (this.agent && this.opts.mode === 'webcall') this.interruptAgent(performance.now(), new Date().toISOString());
     this.commitUserText(t, null);
+  }
+
+  /** Keys the caller pressed (telephone keypad): a user turn `(pressed 1)`, answered like any other. */
+  pressKeys(keys: string): void {
+    if (KEYPAD.test(keys)) this.sendText(keypressText(keys));
   }
 
   /** Ends the call (idempotent): stops audio, recognition and the brain; emits `ended`. */

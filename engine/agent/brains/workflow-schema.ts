@@ -38,6 +38,8 @@ const condition = z.discriminatedUnion('type', [
   z.object({ type: z.literal('keyword'), keywords: z.array(z.string().trim().min(1).max(200)).min(1).max(100) }).passthrough(),
   z.object({ type: z.literal('regex'), pattern: z.string().min(1).max(MAX_TEXT), flags }).passthrough(),
   z.object({ type: z.literal('any') }).passthrough(),
+  // Keys pressed on a telephone keypad (DTMF): exactly these keys, or any keypress without `digits`.
+  z.object({ type: z.literal('digits'), digits: z.string().regex(/^[0-9*#A-D]{1,32}$/, 'must be keypad keys (0-9, *, #, A-D)').optional() }).passthrough(),
 ]);
 
 const edge = z.object({ from: id, to: id, condition }).passthrough();

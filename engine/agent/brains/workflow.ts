@@ -13,13 +13,17 @@
 //     "edges": [                                      // evaluated in order per node; first match wins
 //       { "from": "greet", "to": "bye", "condition": { "type": "keyword", "keywords": ["bye", "no thanks"] } },
 //       { "from": "greet", "to": "x", "condition": { "type": "regex", "pattern": "\\border\\b", "flags": "i" } },
+//       { "from": "menu", "to": "sales", "condition": { "type": "digits", "digits": "1" } },  // keypad (DTMF)
 //       { "from": "greet", "to": "y", "condition": { "type": "any" } } ] }
 //
 // Keywords match as whole words/phrases, ignoring case and punctuation ("I'd like to BOOK." matches "book").
+// A keypress reaches the graph as the user turn `(pressed 1)` (see ../keypad.ts): a `digits` edge matches exactly
+// those keys (or any keypress without `digits`); extraction rules see the same text, so `(\d+)` captures the digits.
 // Extraction stores the first capture group that matched (or the whole match); per variable the first matching rule wins.
 // end_call and transfer nodes are terminal: their text is followed by an end_call/transfer event, then replies yield nothing.
 import type { Brain, BrainContext, BrainEvent, ChatMessage, Vars } from '../types.js';
 import { renderTemplate } from '../variables.js';
+import { pressedKeys } from '../keypad.js';
 import { parseWorkflowGraph, type WorkflowEdge, type WorkflowGraph, type WorkflowNode } from './workflow-schema.js';
 
 const DEFAULT_NO_MATCH = "Sorry, I didn't catch that.";
@@ -36,6 +40,10 @@ function normalize(text: string): string {
 function matches(edge: WorkflowEdge, userText: string): boolean {
   const c = edge.condition;
   if (c.type === 'any') return true;
+  if (c.type === 'digits') {
+    const keys = pressedKeys(userText);
+    return keys !== null && (c.digits === undefined || keys === c.digits);
+  }
   if (c.type === 'regex') return new RegExp(c.pattern, c.flags).test(userText);
   const said = ` ${normalize(userText)} `;
   return c.keywords.some((k) => {
