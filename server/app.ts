@@ -26,6 +26,9 @@ import { SecretVault, loadMasterKey } from '../control-plane/secrets/vault.js';
 import { WebhookSecretBox } from '../control-plane/webhooks/secret-box.js';
 import { WebhookDispatcher } from '../control-plane/webhooks/dispatcher.js';
 import { webhookRoutes } from '../transports/routes/webhooks.js';
+import { telephonyRoutes } from '../transports/routes/telephony.js';
+import { telephonyAgentRoutes } from '../transports/routes/telephony-agents.js';
+import { initTelephonyWindow } from '../control-plane/telephony/window.js';
 import { secretRoutes } from '../transports/routes/secrets.js';
 import { toolRoutes } from '../transports/routes/tools.js';
 import { conversationRoutes } from '../transports/routes/conversations.js';
@@ -49,6 +52,8 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   logger.info({ store: store.describe }, 'store open');
   if (settings.bootstrapKey && (await ensureBootstrapKey(store.db, settings.bootstrapKey))) logger.info('bootstrap API key created');
   const vault = await SecretVault.open(store.db, { dataDir: settings.dataDir, envKey: settings.secretKey });
+  const rework = await initTelephonyWindow(store.db, settings.telephonyReworkDate);
+  logger.info({ release: rework.toISOString() }, 'telephony migration window');
 
   const keys = new KeyResolver(store.db, settings.keyCacheMs, 2000, (err) =>
     logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not record API key usage; retrying at the next flush'),
@@ -85,6 +90,8 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   conversationRoutes(server, settings.atomsPrefix, ctx);
   promptScoringRoutes(server, settings.atomsPrefix, ctx);
   webhookRoutes(server, settings.atomsPrefix, ctx);
+  telephonyRoutes(server, settings.atomsPrefix, ctx);
+  telephonyAgentRoutes(server, settings.atomsPrefix, ctx);
   tokenRoutes(server, settings.wavesPrefix, tokens, new RateLimiter(), settings.tokenMintsPerMinute);
   const registry = new ModelRegistry({
     cacheDir: path.join(settings.dataDir, 'models-cache'),

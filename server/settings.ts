@@ -1,6 +1,8 @@
 // Server settings from the environment, each with an embedded default so `npm start` needs none.
 import path from 'node:path';
 import { STT_DEFAULTS } from '../engine/models/defaults.js';
+import { TRANSPORTS, parseCarrierAddress, validateAddressList, type Transport } from '../control-plane/telephony/validation.js';
+import { parseReworkDate } from '../control-plane/telephony/window.js';
 
 export interface Settings {
   host: string;
@@ -52,6 +54,46 @@ export interface Settings {
   webhookTimeoutMs: number;
   webhookPollMs: number;
   webhookConcurrency: number;
+  /** The platform carrier (operator's numbers): read by the SIP leg; the password is never logged. */
+  carrier: CarrierSettings;
+  /** Overrides the stored telephony rework release date (start of the 45-day window of deprecated telephony items). */
+  telephonyReworkDate?: Date;
+}
+
+export interface CarrierSettings {
+  /** Provider name shown on platform numbers (and the numbers CLI's default `--provider`). */
+  name: string;
+  /** `host[:port]` the platform dials out through; undefined: not configured. */
+  address?: string;
+  transport: Transport;
+  /** Outbound calls per second towards the carrier. */
+  cps: number;
+  /** IPs/CIDRs the carrier sends calls from; empty: any. */
+  allowedAddresses: string[];
+  /** Digest credentials, both ways, when set. */
+  username?: string;
+  password?: string;
+}
+
+function carrier(env: NodeJS.ProcessEnv): CarrierSettings {
+  let address: string | undefined;
+  if (env.PARLEY_CARRIER_ADDRESS) {
+    const parsed = parseCarrierAddress(env.PARLEY_CARRIER_ADDRESS);
+    if (!parsed) throw new Error('PARLEY_CARRIER_ADDRESS must be host or host:port (an optional sip: prefix is stripped)');
+    address = parsed.address;
+  }
+  const transport = (env.PARLEY_CARRIER_TRANSPORT || 'udp').toLowerCase() as Transport;
+  if (!TRANSPORTS.includes(transport)) throw new Error(`PARLEY_CARRIER_TRANSPORT must be one of ${TRANSPORTS.join(', ')}`);
+  const cps = int(env, 'PARLEY_CARRIER_CPS', 1, 1);
+  if (cps > 50) throw new Error('PARLEY_CARRIER_CPS must be an integer from 1 to 50');
+  const errors: string[] = [];
+  const list = (env.PARLEY_CARRIER_ALLOWED_ADDRESSES ?? '').split(',').map((a) => a.trim()).filter(Boolean);
+  const allowedAddresses = validateAddressList(list, 'PARLEY_CARRIER_ALLOWED_ADDRESSES', errors);
+  if (!allowedAddresses) throw new Error(errors.join('; '));
+  const username = env.PARLEY_CARRIER_USERNAME || undefined;
+  const password = env.PARLEY_CARRIER_PASSWORD || undefined;
+  if (Boolean(username) !== Boolean(password)) throw new Error('PARLEY_CARRIER_USERNAME and PARLEY_CARRIER_PASSWORD go together: set both or neither');
+  return { name: env.PARLEY_CARRIER_NAME || 'carrier', address, transport, cps, allowedAddresses, username, password };
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, dflt: number, min: number): number {
@@ -130,6 +172,8 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     webhookTimeoutMs: int(env, 'PARLEY_WEBHOOK_TIMEOUT_MS', 30_000, 100),
     webhookPollMs: int(env, 'PARLEY_WEBHOOK_POLL_MS', 1000, 10),
     webhookConcurrency: int(env, 'PARLEY_WEBHOOK_CONCURRENCY', 8, 1),
+    carrier: carrier(env),
+    telephonyReworkDate: parseReworkDate(env.PARLEY_TELEPHONY_REWORK_DATE),
     llm: env.PARLEY_LLM_BASE_URL
       ? { baseUrl: env.PARLEY_LLM_BASE_URL.replace(/\/+$/, ''), model: env.PARLEY_LLM_MODEL || 'gpt-4o-mini', apiKey: env.PARLEY_LLM_API_KEY || undefined }
       : undefined,

@@ -10,6 +10,9 @@ import { insertBranch, loadConfig, parseJson, storeBlocks } from './records.js';
 import { withTimezoneView } from './timezone.js';
 import { mergeWidgetConfig, storedWidgetConfig, widgetConfigView, type WidgetConfig } from './widget-config.js';
 import { intParam } from '../query.js';
+import { agentPhoneNumbers } from '../telephony/sources.js';
+import { readProductIds, replaceNumberAnswers } from '../telephony/product-ids.js';
+import { telephonyWindow } from '../telephony/window.js';
 
 export type AgentRow = Selectable<AgentsTable>;
 
@@ -51,7 +54,9 @@ function validateMeta(body: Record<string, unknown>): string[] {
 
 export async function createAgent(db: Db, actor: Actor, body: unknown): Promise<string> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('Request body must be a JSON object');
-  const input = body as Record<string, unknown>;
+  // `telephonyProductId` is silently ignored on create (spec); after the telephony window so is `allowInboundCall`.
+  const { telephonyProductId: _ignored, ...input } = body as Record<string, unknown>;
+  if (!(await telephonyWindow(db)).open) delete input.allowInboundCall;
   const errors = validateMeta(input);
   if (input.name === undefined) errors.push('name: required');
   const workflowType = input.workflowType ?? 'single_prompt';
@@ -172,13 +177,20 @@ export async function readAgent(db: Db, actor: Actor, agentId: string, query?: U
   }
   const config = await loadConfig(db, refs);
   return {
-    ...agentSummary(agent, config),
+    ...(await withoutRemovedFields(db, agentSummary(agent, config))),
     activeVersionId: live.revisionId,
     versionId: live.revisionId,
-    phoneNumber: [],
+    phoneNumber: await agentPhoneNumbers(db, agent.id),
     _resolvedConfig: resolvedConfig(config),
     ...(source ? { _configSource: source } : {}),
   };
+}
+
+/** After the telephony migration window, agent reads no longer carry the deprecated `allowInboundCall`. */
+async function withoutRemovedFields(db: Db, summary: Record<string, unknown>): Promise<Record<string, unknown>> {
+  if ((await telephonyWindow(db)).open) return summary;
+  const { allowInboundCall: _removed, ...rest } = summary;
+  return rest;
 }
 
 /** The wire's flat `_resolvedConfig` (the fields the runtime reads). */
@@ -216,11 +228,16 @@ export async function listAgents(db: Db, actor: Actor, query: URLSearchParams): 
   const total = Number((await base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
   const rows = await base.selectAll().orderBy(column, sortOrder).orderBy('id', sortOrder).limit(size).offset((page - 1) * size).execute();
   const agents = [];
-  for (const row of rows) agents.push(agentSummary(row, await loadConfig(db, (await liveRefs(db, row)).refs)));
+  for (const row of rows) agents.push(await withoutRemovedFields(db, agentSummary(row, await loadConfig(db, (await liveRefs(db, row)).refs))));
   return { agents, total };
 }
 
-export async function updateAgent(db: Db, actor: Actor, agentId: string, body: unknown): Promise<void> {
+/**
+ * `PATCH /agent/{id}`. During the telephony window the deprecated `telephonyProductId` (the agent's number answer
+ * sources, replace semantics) and `allowInboundCall` apply, and `deprecation` tells the route to say so; after it
+ * both are refused (400) as removed.
+ */
+export async function updateAgent(db: Db, actor: Actor, agentId: string, body: unknown): Promise<{ deprecation: boolean }> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('Request body must be a JSON object');
   const input = body as Record<string, unknown>;
   const agent = await loadAgentForWrite(db, actor, agentId);
@@ -229,6 +246,14 @@ export async function updateAgent(db: Db, actor: Actor, agentId: string, body: u
     throw badRequest('Agent has versioning enabled. Config changes must be made through drafts.');
   }
   const errors = validateMeta(input);
+  const telephonyOpen = (await telephonyWindow(db)).open;
+  let productIds: string[] | undefined;
+  for (const field of ['telephonyProductId', 'allowInboundCall'] as const) {
+    if (input[field] !== undefined && !telephonyOpen) {
+      errors.push(`${field}: removed after the telephony migration window; use POST /agent/{agentId}/answers and DELETE /agent/{agentId}/answers/{sourceId}`);
+    }
+  }
+  if (telephonyOpen && input.telephonyProductId !== undefined) productIds = await readProductIds(db, actor.orgId, input.telephonyProductId, errors);
   const current = await loadConfig(db, JSON.parse(agent.base_blocks) as BlockRefs);
   const { merged, errors: configErrors } = applyConfigPatch(current, configPatch);
   errors.push(...configErrors);
@@ -258,7 +283,9 @@ export async function updateAgent(db: Db, actor: Actor, agentId: string, body: u
       })
       .where('id', '=', agentId)
       .execute();
+    if (productIds) await replaceNumberAnswers(tx, actor.orgId, agentId, productIds);
   });
+  return { deprecation: telephonyOpen && (input.telephonyProductId !== undefined || input.allowInboundCall !== undefined) };
 }
 
 export async function getWidgetConfig(db: Db, actor: Actor, agentId: string): Promise<WidgetConfig> {

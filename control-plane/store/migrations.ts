@@ -326,6 +326,99 @@ const migrations: Record<string, Migration> = {
       }
     },
   },
+  '0011_telephony': {
+    async up(db: Kysely<any>) {
+      // The operator's platform numbers: an organization holds one once it rents it (org_id), none before.
+      await db.schema
+        .createTable('platform_numbers')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('phone_number', 'text', (c) => c.notNull().unique())
+        .addColumn('provider', 'text', (c) => c.notNull())
+        .addColumn('country_code', 'text', (c) => c.notNull())
+        .addColumn('area_code', 'text')
+        .addColumn('org_id', 'text', (c) => c.references('organizations.id').onDelete('set null'))
+        .addColumn('rented_at', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('platform_numbers_org').on('platform_numbers').columns(['org_id', 'phone_number']).execute();
+      // SIP trunks of an organization; `address_key` (outbound only) is the normalised carrier address, one trunk each.
+      await db.schema
+        .createTable('sip_trunks')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('org_id', 'text', (c) => c.notNull().references('organizations.id').onDelete('cascade'))
+        .addColumn('direction', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('address', 'text')
+        .addColumn('address_key', 'text', (c) => c.unique())
+        .addColumn('transport', 'text')
+        .addColumn('allowed_addresses', 'text', (c) => c.notNull())
+        .addColumn('allowed_numbers', 'text', (c) => c.notNull())
+        .addColumn('auth_username', 'text')
+        .addColumn('auth_password', 'text')
+        .addColumn('media_encryption', 'text', (c) => c.notNull())
+        .addColumn('noise_suppression', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('ringing_timeout_secs', 'integer')
+        .addColumn('max_call_duration_secs', 'integer')
+        .addColumn('cps_limit', 'integer')
+        .addColumn('headers', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('sip_trunks_org').on('sip_trunks').columns(['org_id', 'direction', 'created_at']).execute();
+      // A trunk's numbers, a row each (an inbound row's id is its custom product id). `unique_key` holds the
+      // uniqueness rule: `in:<number>` across the platform, `out:<org>:<number>` within an organization.
+      await db.schema
+        .createTable('sip_trunk_numbers')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('trunk_id', 'text', (c) => c.notNull().references('sip_trunks.id').onDelete('cascade'))
+        .addColumn('org_id', 'text', (c) => c.notNull())
+        .addColumn('direction', 'text', (c) => c.notNull())
+        .addColumn('phone_number', 'text', (c) => c.notNull())
+        .addColumn('unique_key', 'text', (c) => c.notNull().unique())
+        .addColumn('position', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('sip_trunk_numbers_trunk').on('sip_trunk_numbers').columns(['trunk_id', 'position']).execute();
+      await db.schema.createIndex('sip_trunk_numbers_org').on('sip_trunk_numbers').columns(['org_id', 'direction', 'phone_number']).execute();
+      // Who answers what: a source (platform number, trunk number or inbound trunk) is answered by one agent.
+      await db.schema
+        .createTable('answer_sources')
+        .addColumn('source_id', 'text', (c) => c.primaryKey())
+        .addColumn('source_kind', 'text', (c) => c.notNull())
+        .addColumn('org_id', 'text', (c) => c.notNull())
+        .addColumn('agent_id', 'text', (c) => c.notNull().references('agents.id').onDelete('cascade'))
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('answer_sources_agent').on('answer_sources').columns(['agent_id', 'created_at']).execute();
+      // The deprecated caller-ids bridge (an agent's default caller IDs, first attached first) and transfer sources.
+      await db.schema
+        .createTable('caller_ids')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('org_id', 'text', (c) => c.notNull())
+        .addColumn('agent_id', 'text', (c) => c.notNull().references('agents.id').onDelete('cascade'))
+        .addColumn('phone_number', 'text', (c) => c.notNull())
+        .addColumn('platform_number_id', 'text')
+        .addColumn('trunk_id', 'text')
+        .addColumn('position', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addUniqueConstraint('caller_ids_agent_number', ['agent_id', 'phone_number'])
+        .execute();
+      await db.schema
+        .createTable('transfer_sources')
+        .addColumn('agent_id', 'text', (c) => c.primaryKey().references('agents.id').onDelete('cascade'))
+        .addColumn('org_id', 'text', (c) => c.notNull())
+        .addColumn('phone_number', 'text', (c) => c.notNull())
+        .addColumn('platform_number_id', 'text')
+        .addColumn('trunk_id', 'text')
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+      // The telephony rework's release date for this deployment (the day it first ran with telephony): the
+      // deprecated telephony API works for 45 days after it (PARLEY_TELEPHONY_REWORK_DATE overrides it).
+      const now = new Date().toISOString();
+      await db.insertInto('server_secrets').values({ name: 'telephony_rework_date', value: now, created_at: now }).execute();
+    },
+  },
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -274,6 +274,95 @@ export interface WebhookOutboxTable {
   sent_at: string | null;
 }
 
+/** The operator's platform numbers; `org_id` is the organization that rented it (null: available). */
+export interface PlatformNumbersTable {
+  /** The `Product._id` of the number. */
+  id: string;
+  /** E.164. */
+  phone_number: string;
+  provider: string;
+  country_code: string;
+  area_code: string | null;
+  org_id: string | null;
+  rented_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** SIP trunks; direction-specific columns are null on the other direction. JSON columns as text. */
+export interface SipTrunksTable {
+  id: string;
+  org_id: string;
+  /** 'inbound' | 'outbound'. */
+  direction: string;
+  name: string;
+  /** Outbound: the carrier address as given (`host` or `host:port`). */
+  address: string | null;
+  /** Outbound: `transport:host:port` normalised (lower-case host, default port); unique across the platform. */
+  address_key: string | null;
+  transport: string | null;
+  /** JSON string[] (inbound). */
+  allowed_addresses: string;
+  /** JSON string[] (inbound). */
+  allowed_numbers: string;
+  auth_username: string | null;
+  /** Sealed with the vault's master key (TrunkSecrets); never returned. */
+  auth_password: string | null;
+  media_encryption: string;
+  noise_suppression: number;
+  ringing_timeout_secs: number | null;
+  max_call_duration_secs: number | null;
+  cps_limit: number | null;
+  /** JSON {name: value}. */
+  headers: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A trunk's numbers in order; an inbound row's id is the number's custom product id. */
+export interface SipTrunkNumbersTable {
+  id: string;
+  trunk_id: string;
+  org_id: string;
+  direction: string;
+  phone_number: string;
+  /** `in:<number>` (unique across the platform) or `out:<org>:<number>` (unique within an organization). */
+  unique_key: string;
+  position: number;
+  created_at: string;
+}
+
+/** Which agent answers a source ('phoneNumber': a platform or trunk number's product id; 'sipTrunk': an inbound trunk). */
+export interface AnswerSourcesTable {
+  source_id: string;
+  source_kind: string;
+  org_id: string;
+  agent_id: string;
+  created_at: string;
+}
+
+/** Deprecated caller-ids bridge: an agent's default caller IDs, the lowest position first. */
+export interface CallerIdsTable {
+  id: string;
+  org_id: string;
+  agent_id: string;
+  phone_number: string;
+  platform_number_id: string | null;
+  trunk_id: string | null;
+  position: number;
+  created_at: string;
+}
+
+/** The number an agent's transfers dial from (a platform number it holds or an outbound trunk number). */
+export interface TransferSourcesTable {
+  agent_id: string;
+  org_id: string;
+  phone_number: string;
+  platform_number_id: string | null;
+  trunk_id: string | null;
+  updated_at: string;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;
@@ -291,4 +380,10 @@ export interface Database {
   webhook_subscriptions: WebhookSubscriptionsTable;
   webhook_outbox: WebhookOutboxTable;
   tools: ToolsTable;
+  platform_numbers: PlatformNumbersTable;
+  sip_trunks: SipTrunksTable;
+  sip_trunk_numbers: SipTrunkNumbersTable;
+  answer_sources: AnswerSourcesTable;
+  caller_ids: CallerIdsTable;
+  transfer_sources: TransferSourcesTable;
 }

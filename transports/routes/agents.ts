@@ -28,8 +28,8 @@ export function agentRoutes(server: HttpServer, prefix: string, ctx: RouteContex
   server.route('GET', p, async (req) => ok(await listAgents(ctx.db, actorOf(req), req.query)), auth);
   server.route('GET', `${p}/:id`, async (req) => ok(await readAgent(ctx.db, actorOf(req), req.params.id as string, req.query)), auth);
   server.route('PATCH', `${p}/:id`, async (req) => {
-    await updateAgent(ctx.db, actorOf(req), req.params.id as string, req.json());
-    return ok(req.params.id);
+    const { deprecation } = await updateAgent(ctx.db, actorOf(req), req.params.id as string, req.json());
+    return ok(req.params.id, 200, deprecation ? { Deprecation: 'true' } : undefined);
   }, auth);
   server.route('DELETE', `${p}/:id`, async (req) => {
     await deleteAgent(ctx.db, actorOf(req), req.params.id as string);

@@ -1,0 +1,163 @@
+// Telephony input rules: E.164 numbers, peer IPs/CIDRs (and matching an address against them), carrier addresses, SIP headers.
+import { BlockList, isIP } from 'node:net';
+import { badRequest } from '../errors.js';
+
+export const E164 = /^\+[1-9]\d{6,14}$/;
+export const isE164 = (value: unknown): value is string => typeof value === 'string' && E164.test(value);
+
+export const TRANSPORTS = ['udp', 'tcp', 'tls'] as const;
+export type Transport = (typeof TRANSPORTS)[number];
+
+/** An IPv4-mapped IPv6 address (`::ffff:10.0.0.1`) as the IPv4 address it carries; other input unchanged. */
+function unmapped(address: string): string {
+  const m = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  return m ? (m[1] as string) : address;
+}
+
+/** Why an allowed-address entry is not an IP or CIDR (v4 or v6), or null when it is one. */
+export function addressEntryError(entry: unknown): string | null {
+  if (typeof entry !== 'string' || entry.trim() === '') return 'must be an IP address or CIDR';
+  const [ip, prefix, extra] = entry.trim().split('/');
+  const family = isIP(ip as string);
+  if (!family || extra !== undefined) return `"${entry}" is not an IP address or CIDR`;
+  if (prefix === undefined) return null;
+  const bits = Number(prefix);
+  const max = family === 4 ? 32 : 128;
+  if (!/^\d{1,3}$/.test(prefix) || bits > max) return `"${entry}" has a prefix length outside 0-${max}`;
+  return null;
+}
+
+/** Validates a list of IPs/CIDRs, pushing an error per bad entry under `field`; returns the trimmed list. */
+export function validateAddressList(value: unknown, field: string, errors: string[], max = 100): string[] | undefined {
+  if (!Array.isArray(value)) {
+    errors.push(`${field}: must be an array of IP addresses or CIDRs`);
+    return undefined;
+  }
+  const before = errors.length;
+  if (value.length > max) errors.push(`${field}: at most ${max} entries`);
+  value.forEach((entry, i) => {
+    const err = addressEntryError(entry);
+    if (err) errors.push(`${field}[${i}]: ${err}`);
+  });
+  return errors.length === before ? [...new Set(value.map((v: string) => v.trim()))] : undefined;
+}
+
+/**
+ * Whether a peer address is allowed by a list of IPs and CIDRs (v4 and v6); an empty list allows any address.
+ * IPv4-mapped IPv6 addresses on either side are matched as IPv4.
+ */
+export function addressAllowed(list: readonly string[], address: string): boolean {
+  if (list.length === 0) return true;
+  const ip = unmapped(address.trim().replace(/^\[(.*)\]$/, '$1'));
+  const family = isIP(ip);
+  if (!family) return false;
+  const blocks = new BlockList();
+  for (const entry of list) {
+    const [rawIp, prefix] = entry.split('/');
+    const net = unmapped(rawIp as string);
+    const netFamily = isIP(net);
+    if (!netFamily) continue;
+    const type = netFamily === 4 ? 'ipv4' : 'ipv6';
+    // A mapped IPv4 CIDR (`::ffff:10.0.0.0/104`) keeps its IPv4 part of the prefix.
+    let bits = prefix === undefined ? undefined : Number(prefix);
+    if (bits !== undefined && netFamily === 4 && isIP(rawIp as string) === 6) bits = Math.max(0, bits - 96);
+    if (bits === undefined) blocks.addAddress(net, type);
+    else blocks.addSubnet(net, bits, type);
+  }
+  return blocks.check(ip, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+const HOSTNAME = /^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
+
+export interface CarrierAddress {
+  /** As stored and shown: the input without its `sip:`/`sips:` prefix. */
+  address: string;
+  host: string;
+  port: number | null;
+  /** Whether the input carried a `sips:` prefix. */
+  secure: boolean;
+}
+
+/** Parses `host`, `host:port`, `[v6]` or `[v6]:port`, with an optional `sip:`/`sips:` prefix; null if malformed. */
+export function parseCarrierAddress(raw: unknown): CarrierAddress | null {
+  if (typeof raw !== 'string') return null;
+  const trimmed = raw.trim();
+  const scheme = /^sips?:/i.exec(trimmed);
+  const rest = scheme ? trimmed.slice(scheme[0].length) : trimmed;
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]\s/@;?]+))(?::(\d{1,5}))?$/.exec(rest);
+  if (!m) return null;
+  const host = (m[1] ?? m[2]) as string;
+  if (m[1] !== undefined ? isIP(host) !== 6 : !(isIP(host) === 4 || HOSTNAME.test(host))) return null;
+  const port = m[3] === undefined ? null : Number(m[3]);
+  if (port !== null && (port < 1 || port > 65535)) return null;
+  return { address: rest, host, port, secure: Boolean(scheme && scheme[0].toLowerCase() === 'sips:') };
+}
+
+/** `transport:host:port` with a lower-case host and the default port (5060, 5061 for tls): one outbound trunk each. */
+export function carrierAddressKey(address: CarrierAddress, transport: Transport): string {
+  const host = address.host.toLowerCase().replace(/\.$/, '');
+  const port = address.port ?? (transport === 'tls' ? 5061 : 5060);
+  return `${transport}:${isIP(host) === 6 ? `[${host}]` : host}:${port}`;
+}
+
+/** Validates a list of E.164 numbers (no repeats) under `field`; returns it, or undefined after pushing errors. */
+export function validateNumberList(value: unknown, field: string, errors: string[], max = 100): string[] | undefined {
+  if (!Array.isArray(value)) {
+    errors.push(`${field}: must be an array of E.164 phone numbers`);
+    return undefined;
+  }
+  const before = errors.length;
+  if (value.length > max) errors.push(`${field}: at most ${max} numbers`);
+  const seen = new Set<string>();
+  value.forEach((n, i) => {
+    if (!isE164(n)) errors.push(`${field}[${i}]: must be an E.164 phone number such as +15550100`);
+    else if (seen.has(n)) errors.push(`${field}[${i}]: ${n} is listed twice`);
+    else seen.add(n);
+  });
+  return errors.length === before ? (value as string[]) : undefined;
+}
+
+/** RFC 3261 `token` characters. */
+const TOKEN = /^[A-Za-z0-9\-.!%*_+`'~]+$/;
+/** Headers the SIP leg writes itself (long and compact forms). */
+const RESERVED_SIP_HEADERS = new Set([
+  'via', 'v', 'from', 'f', 'to', 't', 'call-id', 'i', 'cseq', 'contact', 'm', 'content-length', 'l', 'content-type', 'c',
+  'max-forwards', 'route', 'record-route', 'authorization', 'proxy-authorization', 'www-authenticate', 'proxy-authenticate',
+  'allow', 'supported', 'k', 'require', 'content-encoding', 'e', 'expires', 'rseq', 'rack',
+]);
+const MAX_HEADERS = 20;
+const MAX_HEADER_VALUE = 1024;
+
+/** Extra SIP headers `{name: value}`: token names not written by the SIP leg, string values without CR/LF/NUL. */
+export function validateSipHeaders(value: unknown, errors: string[]): Record<string, string> | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    errors.push('headers: must be an object of SIP header names to string values');
+    return undefined;
+  }
+  const entries = Object.entries(value as Record<string, unknown>);
+  const before = errors.length;
+  if (entries.length > MAX_HEADERS) errors.push(`headers: at most ${MAX_HEADERS} headers`);
+  const seen = new Set<string>();
+  for (const [name, v] of entries) {
+    const lower = name.toLowerCase();
+    if (!TOKEN.test(name)) errors.push(`headers.${name}: not a valid SIP header name`);
+    else if (RESERVED_SIP_HEADERS.has(lower)) errors.push(`headers.${name}: reserved, written by the SIP leg itself`);
+    else if (seen.has(lower)) errors.push(`headers.${name}: given twice (header names are case-insensitive)`);
+    seen.add(lower);
+    if (typeof v !== 'string') errors.push(`headers.${name}: value must be a string`);
+    else if (v.length > MAX_HEADER_VALUE) errors.push(`headers.${name}: value longer than ${MAX_HEADER_VALUE} characters`);
+    else if (/[\r\n\0]/.test(v)) errors.push(`headers.${name}: value must not contain CR, LF or NUL`);
+  }
+  return errors.length === before ? (Object.fromEntries(entries) as Record<string, string>) : undefined;
+}
+
+/** A JSON object request body; a 400 otherwise. */
+export function objectBody(body: unknown): Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('Request body must be a JSON object');
+  return body as Record<string, unknown>;
+}
+
+/** One `field: unknown field (expected ...)` error per key of `input` outside `allowed`. */
+export function unknownFields(input: Record<string, unknown>, allowed: readonly string[]): string[] {
+  return Object.keys(input).filter((k) => !allowed.includes(k)).map((k) => `${k}: unknown field (expected ${allowed.join(', ')})`);
+}

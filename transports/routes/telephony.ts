@@ -1,0 +1,63 @@
+// Telephony resource routes: numbers (/product/*, wire §1) and SIP trunks (/sip-trunk, wire §2); deprecated ones follow the window.
+import type { HttpServer } from '../http/server.js';
+import { ok, type HttpRequest, type HttpResponse } from '../http/types.js';
+import { ApiError, notFound } from '../../control-plane/errors.js';
+import { availableNumbers, customProducts, platformProducts, releaseNumber, rentNumber } from '../../control-plane/telephony/numbers.js';
+import { importPhoneNumber } from '../../control-plane/telephony/import.js';
+import { createTrunk, deleteTrunk, getTrunk, listTrunks, updateTrunk, type TrunkDeps } from '../../control-plane/telephony/trunks.js';
+import { DEPRECATION, telephonyWindow } from '../../control-plane/telephony/window.js';
+import { actorOf, type RouteContext } from './context.js';
+
+export function telephonyRoutes(server: HttpServer, prefix: string, ctx: RouteContext): void {
+  const auth = { auth: 'key' as const };
+  const deps: TrunkDeps = { db: ctx.db, box: ctx.webhookSecrets };
+  /** Whether deprecated items still work; responses that carry one say so with `Deprecation: true`. */
+  const windowOpen = async () => (await telephonyWindow(ctx.db)).open;
+  const deprecatedIf = (open: boolean) => (open ? { ...DEPRECATION } : undefined);
+  const deprecated = deprecatedPath(ctx);
+
+  const p = `${prefix}/product`;
+  server.route('GET', `${p}/phone-numbers`, async (req) => {
+    const open = await windowOpen();
+    return ok(await platformProducts(ctx.db, actorOf(req), open), 200, deprecatedIf(open));
+  }, auth);
+  server.route('GET', `${p}/all-numbers`, async (req) => {
+    const open = await windowOpen();
+    const actor = actorOf(req);
+    const telephonyProducts = await platformProducts(ctx.db, actor, open);
+    if (!open) return ok({ telephonyProducts });
+    return ok({ telephonyProducts, customProducts: await customProducts(ctx.db, actor, open) }, 200, { ...DEPRECATION });
+  }, auth);
+  server.route('GET', `${p}/get-available-numbers`, async (req) => ok(await availableNumbers(ctx.db, req.query)), auth);
+  server.route('POST', `${p}/rent-number`, async (req) => {
+    const open = await windowOpen();
+    return ok(await rentNumber(ctx.db, actorOf(req), req.json(), open), 200, deprecatedIf(open));
+  }, auth);
+  server.route('POST', `${p}/release-number`, async (req) => ok(await releaseNumber(ctx.db, actorOf(req), req.json())), auth);
+  server.route('POST', `${p}/import-phone-number`, async (req) => deprecated(200, () => importPhoneNumber(deps, actorOf(req), req.json())), auth);
+
+  const t = `${prefix}/sip-trunk`;
+  const id = (req: HttpRequest) => req.params.id as string;
+  server.route('POST', `${t}/inbound`, async (req) => ok(await createTrunk(deps, actorOf(req), 'inbound', req.json()), 201), auth);
+  server.route('POST', `${t}/outbound`, async (req) => ok(await createTrunk(deps, actorOf(req), 'outbound', req.json()), 201), auth);
+  server.route('GET', t, async (req) => ok(await listTrunks(ctx.db, actorOf(req), req.query)), auth);
+  server.route('GET', `${t}/:id`, async (req) => ok(await getTrunk(ctx.db, actorOf(req), id(req))), auth);
+  server.route('PATCH', `${t}/:id`, async (req) => ok(await updateTrunk(deps, actorOf(req), id(req), req.json())), auth);
+  server.route('DELETE', `${t}/:id`, async (req) => ok(await deleteTrunk(ctx.db, actorOf(req), id(req))), auth);
+}
+
+/**
+ * Runs a deprecated path: during the telephony window its answers (errors too) carry `Deprecation: true`; after
+ * it the path answers as a removed route (404).
+ */
+export function deprecatedPath(ctx: RouteContext): (status: number, run: () => Promise<unknown>) => Promise<HttpResponse> {
+  return async (status, run) => {
+    if (!(await telephonyWindow(ctx.db)).open) throw notFound('Resource not found');
+    try {
+      return ok(await run(), status, { ...DEPRECATION });
+    } catch (err) {
+      if (err instanceof ApiError) err.options.headers = { ...err.options.headers, ...DEPRECATION };
+      throw err;
+    }
+  };
+}
