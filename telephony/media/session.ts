@@ -1,0 +1,353 @@
+// RtpSession: one call's media leg. A UDP socket on an allocated port, symmetric latching, G.711 in through the jitter
+// buffer as 8 kHz 20 ms frames (onAudio), RFC 4733 digits (onDtmf), agent audio out on the 20 ms send clock, SRTP when
+// negotiated, optional RNNoise on the caller's audio.
+//
+// Use: `const media = await RtpSession.bind({ localAddress })`, answer with `media.localPort`, then `await media.start(params)`
+// with what negotiate()/acceptAnswer() agreed. Output: send(pcm) queues 8 kHz audio of any length, one packet leaves per
+// tick; with nothing queued we send G.711 silence, so the RTP timestamp runs on continuously, NAT bindings and carriers'
+// RTP-timeout checks stay happy. After a stall beyond the clock's burst limit the skipped ticks leave a timestamp gap
+// (marker bit on the next packet), and the queued audio is not dropped.
+import { randomInt } from 'node:crypto';
+import type dgram from 'node:dgram';
+import { ALAW_TO_LINEAR, MULAW_TO_LINEAR, linearToALaw, linearToMuLaw } from '../../engine/audio/g711.js';
+import { SendClock } from './clock.js';
+import { NoiseSuppressor } from './denoise.js';
+import { DtmfReceiver, dtmfPackets, isDtmfString, type DtmfPacketPlan } from './dtmf.js';
+import { JitterBuffer, type JitterStats } from './jitter.js';
+import { FrameQueue } from './outqueue.js';
+import { rtpPorts, type BoundPort, type PortAllocator } from './ports.js';
+import { decodeRtp, encodeRtp, isRtcp } from './rtp.js';
+import type { MediaParams } from './sdp.js';
+import { SrtpTransform } from './srtp.js';
+
+export const SAMPLE_RATE = 8000;
+export const FRAME_SAMPLES = 160;
+/** Longest packet accepted (samples): 240 ms of G.711. */
+const MAX_PACKET_SAMPLES = 1920;
+/** A latched peer silent this long may be replaced by a new source (it moved: NAT rebinding, a re-INVITE). */
+const RELATCH_AFTER_MS = 2000;
+/** Packets of the negotiated payload from one source, none with the SSRC the SDP announced, after which we latch anyway
+ * (an SBC that rewrites SSRCs but passes a=ssrc through would otherwise leave the call silent). */
+const SSRC_MISMATCH_LATCH = 50;
+/** Ticks of audio between two sent digits. */
+const DTMF_GAP_TICKS = 3;
+/** Most caller frames played out at one wake-up (after a long stall the rest is silence nobody needs). */
+const MAX_PLAYOUT_BURST = 50;
+
+export interface RtpSessionBindOptions {
+  /** Address the socket binds to. */
+  localAddress: string;
+  /** Port allocator (the process-wide one over PARLEY_RTP_PORTS by default). */
+  ports?: PortAllocator;
+}
+
+export type RtpStartParams = Pick<MediaParams, 'codec' | 'payloadType' | 'dtmfPayloadType' | 'remote' | 'srtp'> &
+  Partial<Pick<MediaParams, 'remoteSsrc' | 'direction'>> & {
+    /** RNNoise on the caller's audio before it is emitted. */
+    noiseSuppression?: boolean;
+    /** Jitter buffer depth (40 ms). */
+    jitterDepthMs?: number;
+  };
+
+export interface RtpSessionStats extends JitterStats {
+  packetsIn: number;
+  packetsOut: number;
+  bytesIn: number;
+  bytesOut: number;
+  /** Datagrams that were not RTP, or had an unusable payload. */
+  malformed: number;
+  /** SRTP packets that failed authentication. */
+  srtpFailures: number;
+  /** RTP with another payload type (comfort noise, ...), or from another source than the latched one. */
+  ignored: number;
+  rtcpIn: number;
+  dtmfIn: number;
+  dtmfOut: number;
+  sendErrors: number;
+  /** Send-clock ticks skipped after stalls. */
+  skippedTicks: number;
+  latched: boolean;
+  /** performance.now() of the last accepted packet, or null. */
+  lastPacketAt: number | null;
+}
+
+export class RtpSession {
+  onAudio: ((frame: Int16Array) => void) | null = null;
+  onDtmf: ((digit: string) => void) | null = null;
+  onError: ((err: Error) => void) | null = null;
+
+  private params: RtpStartParams | null = null;
+  private srtp: SrtpTransform | null = null;
+  private jitter = new JitterBuffer();
+  private denoiser: NoiseSuppressor | null = null;
+  private readonly dtmfIn = new DtmfReceiver();
+  private readonly clock = new SendClock((due, skipped) => this.tick(due, skipped));
+  private dest: { address: string; port: number } | null = null;
+  private latched = false;
+  private mismatch = { source: '', count: 0 };
+  private streamSsrc: number | null = null;
+  private closed = false;
+
+  private readonly ssrc = randomInt(0, 2 ** 32);
+  private seq = randomInt(0, 2 ** 16);
+  private timestamp = randomInt(0, 2 ** 32);
+  private marker = true;
+  private silence: Buffer = Buffer.alloc(FRAME_SAMPLES);
+
+  private readonly out = new FrameQueue(FRAME_SAMPLES);
+
+  private dtmfQueue: string[] = [];
+  private dtmfOut: { plan: DtmfPacketPlan[]; index: number; tick: number; timestamp: number } | null = null;
+  private dtmfGap = 0;
+
+  private readonly counters = {
+    packetsIn: 0, packetsOut: 0, bytesIn: 0, bytesOut: 0, malformed: 0, srtpFailures: 0, ignored: 0, rtcpIn: 0, dtmfIn: 0, dtmfOut: 0, sendErrors: 0,
+  };
+  private lastPacketAt: number | null = null;
+
+  private constructor(
+    private readonly bound: BoundPort,
+    readonly localAddress: string,
+  ) {
+    bound.socket.on('message', (msg, rinfo) => this.receive(msg, rinfo));
+    bound.socket.on('error', (err) => this.onError?.(err));
+  }
+
+  /** Binds a socket on a free even port; the port goes in the SDP before start(). */
+  static async bind(options: RtpSessionBindOptions): Promise<RtpSession> {
+    const bound = await (options.ports ?? rtpPorts()).bind(options.localAddress);
+    return new RtpSession(bound, options.localAddress);
+  }
+
+  get localPort(): number {
+    return this.bound.port;
+  }
+
+  /** Where packets go now: the latched source once the peer's RTP has arrived, the SDP address before. */
+  get remote(): { address: string; port: number } | null {
+    return this.dest ? { ...this.dest } : null;
+  }
+
+  get started(): boolean {
+    return this.params !== null;
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** Starts media with the negotiated parameters: the send clock runs and received RTP is played out. */
+  async start(params: RtpStartParams): Promise<void> {
+    if (this.closed) throw new Error('RTP session closed');
+    if (this.params) throw new Error('RTP session already started');
+    const srtp = params.srtp ? new SrtpTransform(params.srtp) : null;
+    const denoiser = params.noiseSuppression ? await NoiseSuppressor.create({ sampleRate: SAMPLE_RATE, frameSamples: FRAME_SAMPLES }) : null;
+    if (this.closed) {
+      denoiser?.destroy();
+      return;
+    }
+    this.srtp = srtp;
+    this.denoiser = denoiser;
+    this.jitter = new JitterBuffer({ depthMs: params.jitterDepthMs ?? 40, frameSamples: FRAME_SAMPLES, sampleRate: SAMPLE_RATE });
+    this.silence = Buffer.alloc(FRAME_SAMPLES, params.codec === 'PCMU' ? linearToMuLaw(0) : linearToALaw(0));
+    this.dest = { address: params.remote.address, port: params.remote.port };
+    this.params = params;
+    this.clock.start();
+  }
+
+  /** Queues 8 kHz agent audio of any length; it leaves in 20 ms packets, one per tick. */
+  send(pcm: Int16Array): void {
+    if (!this.closed) this.out.push(pcm);
+  }
+
+  /** Drops queued agent audio (barge-in). */
+  clear(): void {
+    this.out.clear();
+  }
+
+  /** Agent audio queued and not yet sent, in milliseconds. */
+  queuedMs(): number {
+    return (this.out.length * 1000) / SAMPLE_RATE;
+  }
+
+  /** Queues DTMF digits as RFC 4733 events (100 ms each, 60 ms apart); queued audio waits until the last one is sent. */
+  sendDtmf(digits: string): void {
+    if (!isDtmfString(digits)) throw new RangeError(`not DTMF digits: ${JSON.stringify(digits)}`);
+    if (!this.params) throw new Error('RTP session not started');
+    if (this.params.dtmfPayloadType === null) throw new Error('the peer did not negotiate telephone-event');
+    this.dtmfQueue.push(...digits);
+  }
+
+  stats(): RtpSessionStats {
+    return {
+      ...this.jitter.stats,
+      ...this.counters,
+      skippedTicks: this.clock.skipped,
+      latched: this.latched,
+      lastPacketAt: this.lastPacketAt,
+    };
+  }
+
+  /** Stops the clock, closes the socket and frees the port and the denoiser; safe to call twice. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.clock.stop();
+    this.bound.release();
+    this.denoiser?.destroy();
+    this.clear();
+    this.dtmfQueue = [];
+  }
+
+  private receive(msg: Buffer, rinfo: dgram.RemoteInfo): void {
+    const p = this.params;
+    if (!p || this.closed) return;
+    this.counters.bytesIn += msg.length;
+    if (isRtcp(msg)) {
+      this.counters.rtcpIn++;
+      return;
+    }
+    const plain = this.srtp ? this.srtp.unprotect(msg) : msg;
+    if (!plain) {
+      this.counters.srtpFailures++;
+      return;
+    }
+    const pkt = decodeRtp(plain);
+    if (!pkt) {
+      this.counters.malformed++;
+      return;
+    }
+    if (pkt.payloadType !== p.payloadType && pkt.payloadType !== p.dtmfPayloadType) {
+      this.counters.ignored++;
+      return;
+    }
+    const now = performance.now();
+    const fromLatched = this.latched && this.dest!.address === rinfo.address && this.dest!.port === rinfo.port;
+    if (!fromLatched && !this.mayLatch(rinfo, pkt.ssrc, now)) {
+      this.counters.ignored++;
+      return;
+    }
+    this.counters.packetsIn++;
+    this.lastPacketAt = now;
+    if (pkt.payloadType === p.dtmfPayloadType) {
+      // Event packets take the place of audio packets in the same sequence space: play them as silence, not as losses.
+      if (this.streamSsrc === pkt.ssrc) this.jitter.push(pkt.sequence, new Int16Array(FRAME_SAMPLES));
+      const digit = this.dtmfIn.push(pkt);
+      if (digit !== null) {
+        this.counters.dtmfIn++;
+        this.deliver(() => this.onDtmf?.(digit));
+      }
+      return;
+    }
+    const n = pkt.payload.length;
+    if (n === 0 || n > MAX_PACKET_SAMPLES) {
+      this.counters.malformed++;
+      return;
+    }
+    if (this.streamSsrc !== pkt.ssrc) {
+      if (this.streamSsrc !== null) this.jitter.reset(); // a new stream from the peer: a new sequence space
+      this.streamSsrc = pkt.ssrc;
+    }
+    const table = p.codec === 'PCMU' ? MULAW_TO_LINEAR : ALAW_TO_LINEAR;
+    const pcm = new Int16Array(n);
+    for (let i = 0; i < n; i++) pcm[i] = table[pkt.payload[i]!]!;
+    this.jitter.push(pkt.sequence, pcm);
+  }
+
+  /**
+   * Symmetric latching (RFC 4961 style): the first packet of the negotiated stream (payload type, and the a=ssrc SSRC when
+   * the SDP gave one) latches its source, and we send there from then on. Another source takes over only once the latched
+   * one has been quiet for RELATCH_AFTER_MS; until then its packets are ignored (no injection, no bleed from old calls).
+   */
+  private mayLatch(from: dgram.RemoteInfo, ssrc: number, now: number): boolean {
+    if (this.latched && this.lastPacketAt !== null && now - this.lastPacketAt <= RELATCH_AFTER_MS) return false;
+    const expected = this.params!.remoteSsrc ?? null;
+    if (!this.latched && expected !== null && ssrc !== expected) {
+      const source = `${from.address}|${from.port}`;
+      if (this.mismatch.source !== source) this.mismatch = { source, count: 0 };
+      if (++this.mismatch.count < SSRC_MISMATCH_LATCH) return false;
+    }
+    this.latched = true;
+    this.dest = { address: from.address, port: from.port };
+    return true;
+  }
+
+  private tick(due: number, skipped: number): void {
+    if (skipped > 0) {
+      this.timestamp = (this.timestamp + skipped * FRAME_SAMPLES) >>> 0;
+      this.marker = true;
+    }
+    for (let i = Math.min(skipped + due, MAX_PLAYOUT_BURST); i > 0 && !this.closed; i--) this.playOne();
+    for (let i = 0; i < due && !this.closed; i++) this.sendOne();
+  }
+
+  /** One frame of the caller's audio out of the jitter buffer, to onAudio. */
+  private playOne(): void {
+    let frame = this.jitter.pull();
+    if (!frame || this.closed) return;
+    if (this.denoiser) frame = this.denoiser.process(frame);
+    this.deliver(() => this.onAudio?.(frame));
+  }
+
+  /** Runs a consumer callback; its error goes to onError, or is rethrown outside the clock when there is none. */
+  private deliver(fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      if (this.onError) this.onError(err as Error);
+      else queueMicrotask(() => {
+        throw err;
+      });
+    }
+  }
+
+  /** One packet: a DTMF event packet, the next 20 ms of queued audio, or silence. */
+  private sendOne(): void {
+    const p = this.params!;
+    const ts = this.timestamp;
+    this.timestamp = (ts + FRAME_SAMPLES) >>> 0;
+    if (!this.dtmfOut && this.dtmfGap === 0 && this.dtmfQueue.length > 0) {
+      this.dtmfOut = { plan: dtmfPackets(this.dtmfQueue.shift()!), index: 0, tick: 0, timestamp: ts };
+    }
+    const d = this.dtmfOut;
+    if (d) {
+      while (d.index < d.plan.length && d.plan[d.index]!.tick === d.tick) {
+        const e = d.plan[d.index++]!;
+        this.transmit({ marker: e.marker, payloadType: p.dtmfPayloadType!, timestamp: d.timestamp, payload: e.payload });
+      }
+      d.tick++;
+      if (d.index === d.plan.length) {
+        this.dtmfOut = null;
+        this.dtmfGap = DTMF_GAP_TICKS;
+        this.counters.dtmfOut++;
+      }
+      return;
+    }
+    // Between queued digits only silence goes out; the agent's audio resumes after the last one.
+    const betweenDigits = this.dtmfGap > 0 && this.dtmfQueue.length > 0;
+    if (this.dtmfGap > 0) this.dtmfGap--;
+    const frame = betweenDigits ? null : this.out.take();
+    let payload = this.silence;
+    if (frame) {
+      const encode = p.codec === 'PCMU' ? linearToMuLaw : linearToALaw;
+      payload = Buffer.allocUnsafe(FRAME_SAMPLES);
+      for (let i = 0; i < FRAME_SAMPLES; i++) payload[i] = encode(frame[i]!);
+    }
+    this.transmit({ marker: this.marker, payloadType: p.payloadType, timestamp: ts, payload });
+    this.marker = false;
+  }
+
+  private transmit(fields: { marker: boolean; payloadType: number; timestamp: number; payload: Buffer }): void {
+    const direction = this.params!.direction ?? 'sendrecv';
+    const dest = this.dest;
+    if (direction === 'recvonly' || direction === 'inactive' || !dest || dest.port === 0 || dest.address === '0.0.0.0' || dest.address === '::') return;
+    let packet = encodeRtp({ ...fields, sequence: this.seq, ssrc: this.ssrc });
+    this.seq = (this.seq + 1) & 0xffff;
+    if (this.srtp) packet = this.srtp.protect(packet);
+    this.counters.packetsOut++;
+    this.counters.bytesOut += packet.length;
+    this.bound.socket.send(packet, dest.port, dest.address, (err) => {
+      if (err) this.counters.sendErrors++;
+    });
+  }
+}
