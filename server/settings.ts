@@ -1,6 +1,8 @@
 // Server settings from the environment, each with an embedded default so `npm start` needs none.
 import path from 'node:path';
+import { isIPv4 } from 'node:net';
 import { STT_DEFAULTS } from '../engine/models/defaults.js';
+import { defaultPublicAddress } from '../telephony/sip/address.js';
 import { TRANSPORTS, parseCarrierAddress, validateAddressList, type Transport } from '../control-plane/telephony/validation.js';
 import { parseReworkDate } from '../control-plane/telephony/window.js';
 
@@ -58,6 +60,8 @@ export interface Settings {
   carrier: CarrierSettings;
   /** Overrides the stored telephony rework release date (start of the 45-day window of deprecated telephony items). */
   telephonyReworkDate?: Date;
+  /** SIP signalling: UDP and TCP on one port (0: an ephemeral port; null: `off`), the bind address, and the address put in Via, Contact and SDP. */
+  sip: { port: number | null; host: string; publicAddress: string };
 }
 
 export interface CarrierSettings {
@@ -94,6 +98,19 @@ function carrier(env: NodeJS.ProcessEnv): CarrierSettings {
   const password = env.PARLEY_CARRIER_PASSWORD || undefined;
   if (Boolean(username) !== Boolean(password)) throw new Error('PARLEY_CARRIER_USERNAME and PARLEY_CARRIER_PASSWORD go together: set both or neither');
   return { name: env.PARLEY_CARRIER_NAME || 'carrier', address, transport, cps, allowedAddresses, username, password };
+}
+
+function sipSettings(env: NodeJS.ProcessEnv): Settings['sip'] {
+  const off = (env.PARLEY_SIP_PORT ?? '').trim().toLowerCase() === 'off';
+  const port = off ? null : int(env, 'PARLEY_SIP_PORT', 5060, 0);
+  if (port !== null && port > 65535) throw new Error('PARLEY_SIP_PORT must be a port number (0 for any free one) or off');
+  const host = env.PARLEY_SIP_HOST || '0.0.0.0';
+  if (!isIPv4(host)) throw new Error('PARLEY_SIP_HOST must be an IPv4 address such as 0.0.0.0');
+  const publicAddress = env.PARLEY_SIP_PUBLIC_ADDRESS || defaultPublicAddress(host);
+  if (!isIPv4(publicAddress) && !/^(?=.{1,253}$)[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/.test(publicAddress)) {
+    throw new Error('PARLEY_SIP_PUBLIC_ADDRESS must be an IPv4 address or a host name');
+  }
+  return { port, host, publicAddress };
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, dflt: number, min: number): number {
@@ -174,6 +191,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     webhookConcurrency: int(env, 'PARLEY_WEBHOOK_CONCURRENCY', 8, 1),
     carrier: carrier(env),
     telephonyReworkDate: parseReworkDate(env.PARLEY_TELEPHONY_REWORK_DATE),
+    sip: sipSettings(env),
     llm: env.PARLEY_LLM_BASE_URL
       ? { baseUrl: env.PARLEY_LLM_BASE_URL.replace(/\/+$/, ''), model: env.PARLEY_LLM_MODEL || 'gpt-4o-mini', apiKey: env.PARLEY_LLM_API_KEY || undefined }
       : undefined,
