@@ -39,6 +39,9 @@ import { ObjectStore } from '../control-plane/recordings/object-store.js';
 import { recordingRoutes } from '../transports/routes/recordings.js';
 import { agentConnectSocket } from '../transports/ws/agent-connect.js';
 import { SessionLimits } from '../transports/ws/session-limits.js';
+import { SipStack } from '../telephony/sip/stack.js';
+import { InboundCalls } from '../telephony/inbound.js';
+import { rtpPorts } from '../telephony/media/ports.js';
 import type { Settings } from './settings.js';
 
 export interface RunningApp {
@@ -131,6 +134,10 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
 
   const resumed = await publish.resumePendingScans();
   if (resumed) logger.info({ resumed }, 'resumed deferred security scans');
+  // Telephony: the SIP leg (PARLEY_SIP_PORT=off disables it), before the HTTP port opens so `listening` means ready.
+  const sip = settings.sip.port === null ? null : await SipStack.start({ host: settings.sip.host, port: settings.sip.port, publicAddress: settings.sip.publicAddress, logger });
+  const inbound = sip ? new InboundCalls(sip, { db: store.db, runtime, limits, secrets: webhookSecrets, carrier: settings.carrier, logger, ports: rtpPorts() }) : null;
+  if (sip) logger.info({ sipPort: sip.port, host: sip.host, publicAddress: sip.publicAddress }, 'sip listening');
   const port = await server.listen(settings.host, settings.port);
   logger.info({ port, host: settings.host, atoms: settings.atomsPrefix, waves: settings.wavesPrefix }, 'listening');
   webhooks.start();
@@ -139,9 +146,10 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
     port,
     logger,
     async stop() {
-      const calls = agentSockets.endAll('server_shutdown');
+      const calls = Promise.all([agentSockets.endAll('server_shutdown'), inbound?.endAll('server_shutdown')]);
       await server.drain(settings.shutdownTimeoutMs);
       await calls;
+      await sip?.close();
       server.close();
       await keys.close();
       await scanner.close();

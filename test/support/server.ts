@@ -61,6 +61,8 @@ export function freshStore(dialect: Dialect): StoreEnv {
 export class TestServer {
   readonly logs: string[] = [];
   port = 0;
+  /** The SIP port (UDP and TCP), once the server logged it. */
+  sipPort = 0;
   exitCode: number | null = null;
   private exited: Promise<unknown>;
 
@@ -122,14 +124,16 @@ export class TestServer {
 export async function startServer(options: { store: StoreEnv; env?: Record<string, string>; root?: string }): Promise<TestServer> {
   const key = `sk_test_${randomBytes(16).toString('hex')}`;
   // Models load lazily unless a suite asks for warm-up (most suites never touch them).
-  const env = { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', PARLEY_WARM_MODELS: 'false', PARLEY_ALLOW_PRIVATE_EGRESS: '1', PARLEY_BOOTSTRAP_KEY: key, ...options.store.env, ...options.env } as Record<string, string>;
+  // SIP on a free port unless a suite picks one (parallel servers would collide on 5060).
+  const env = { ...process.env, HOST: '127.0.0.1', PORT: '0', PARLEY_SIP_PORT: '0', LOG_LEVEL: 'info', PARLEY_WARM_MODELS: 'false', PARLEY_ALLOW_PRIVATE_EGRESS: '1', PARLEY_BOOTSTRAP_KEY: key, ...options.store.env, ...options.env } as Record<string, string>;
   const proc = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], { cwd: options.root ?? ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const server = new TestServer(proc, key, options.store, env);
   const onLine = (resolve: () => void) => (chunk: Buffer) => {
     for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) {
       server.logs.push(line);
       try {
-        const entry = JSON.parse(line) as { msg?: string; port?: number };
+        const entry = JSON.parse(line) as { msg?: string; port?: number; sipPort?: number };
+        if (entry.msg === 'sip listening' && entry.sipPort) server.sipPort = entry.sipPort;
         if (entry.msg === 'listening' && entry.port) {
           server.port = entry.port;
           resolve();

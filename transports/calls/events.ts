@@ -2,12 +2,15 @@
 // analytics-completed; each queued in the same transaction as the call change it reports (the outbox), so a crash
 // loses none, and delivered in that order by the webhook dispatcher.
 import type { Db, Tx } from '../../control-plane/store/db.js';
-import { updateCall, type CallPatch, type CallType, type TranscriptEntry } from '../../control-plane/calls/calls.js';
+import { updateCall, type CallPatch, type CallStatus, type CallType, type TranscriptEntry } from '../../control-plane/calls/calls.js';
 import { clearTurns } from '../../control-plane/calls/turns.js';
 import { recordingIdentifier } from '../../control-plane/recordings/object-store.js';
 import { enqueueEvent } from '../../control-plane/webhooks/outbox.js';
 import type { Vars } from '../../engine/agent/types.js';
 import type { CallAnalytics } from './analytics.js';
+
+/** The spec's terminal `callStatus` of a call record's status. */
+const CALL_STATUS: Partial<Record<CallStatus, string>> = { completed: 'completed', failed: 'failed', no_answer: 'no-answer', cancelled: 'canceled' };
 
 export interface CallInfo {
   orgId: string;
@@ -60,7 +63,7 @@ export class CallEvents {
       fromNumber: this.info.fromNumber ?? '',
       toNumber: this.info.toNumber ?? '',
       callDuration: Math.round((end.endedAt.getTime() - end.startedAt.getTime()) / 10) / 100,
-      callStatus: patch.status === 'failed' ? 'failed' : 'completed',
+      callStatus: CALL_STATUS[patch.status ?? 'completed'] ?? 'completed',
       callDirection: this.info.callType,
       answerTime: end.startedAt.toISOString(),
       endTime: end.endedAt.toISOString(),

@@ -217,6 +217,32 @@ export class CallRuntime {
     return { callId, session, finished };
   }
 
+  /**
+   * A call that ended before it was answered (the caller canceled, no agent was ready in time): its record and events
+   * as for any call, with no session. Returns the call id.
+   */
+  async recordUnanswered(call: { orgId: string; agentId: string; type: CallType; fromNumber?: string; toNumber?: string }, outcome: { status: 'cancelled' | 'no_answer' | 'failed'; reason: string }): Promise<string> {
+    const callId = newCallId();
+    const events = new CallEvents(this.deps.db, this.deps.notifyWebhooks, {
+      orgId: call.orgId,
+      agentId: call.agentId,
+      callId,
+      conversationType: CONVERSATION_TYPE[call.type],
+      fromNumber: call.fromNumber ?? null,
+      toNumber: call.toNumber ?? null,
+      callType: call.type,
+    });
+    const startedAt = new Date();
+    await events.begin((tx) =>
+      createCall(tx, { orgId: call.orgId, agentId: call.agentId, configSource: 'live', type: call.type, mode: 'webcall', isTest: false, variables: {}, voiceConfig: {}, fromNumber: call.fromNumber ?? null, toNumber: call.toNumber ?? null, callId }),
+    );
+    await events.end(
+      { status: outcome.status, endReason: outcome.reason, endedAt: startedAt.toISOString(), durationS: 0, transcript: [], metrics: { turns: [], processedAt: startedAt.toISOString() } },
+      { startedAt, endedAt: startedAt, transcript: [], variables: {}, analyze: async () => deterministicAnalytics(undefined, [], outcome.reason) },
+    );
+    return callId;
+  }
+
   /** Post-call analytics: by the agent's language model (its model block, else the server default) when there is one. */
   private async analyze(orgId: string, config: Record<string, unknown>, transcript: TranscriptEntry[], endReason: string): Promise<CallAnalytics> {
     const analyticsConfig = config.postCallAnalyticsConfig;

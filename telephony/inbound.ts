@@ -1,0 +1,208 @@
+// Inbound calls: an INVITE is routed to the agent that answers the called number (or trunk), checked against the
+// trunk's rules (addresses, caller numbers, digest, the kill switch, capacity), answered with SDP, and run through
+// the same call runtime as web calls with an RTP session as its audio.
+import type { Logger } from 'pino';
+import type { Db } from '../control-plane/store/db.js';
+import { resolveInbound, trunkPassword, addressAllowed, type InboundTrunk } from '../control-plane/telephony/routing.js';
+import type { WebhookSecretBox } from '../control-plane/webhooks/secret-box.js';
+import { resolveCallConfig } from '../control-plane/calls/call-config.js';
+import type { CallRuntime } from '../transports/calls/runtime.js';
+import type { SessionLimits } from '../transports/ws/session-limits.js';
+import type { CarrierSettings } from '../server/settings.js';
+import { ApiError } from '../control-plane/errors.js';
+import { challenge, verify } from './sip/digest.js';
+import type { SipRequest, SipResponse } from './sip/message.js';
+import type { SipStack } from './sip/stack.js';
+import { negotiate } from './media/sdp.js';
+import { RtpSession } from './media/session.js';
+import type { PortAllocator } from './media/ports.js';
+import { PhoneCall } from './phone-call.js';
+
+export interface InboundDeps {
+  db: Db;
+  runtime: CallRuntime;
+  limits: SessionLimits;
+  /** Opens sealed trunk passwords. */
+  secrets: WebhookSecretBox;
+  carrier: CarrierSettings;
+  logger: Logger;
+  ports?: PortAllocator;
+  /** The digest realm we challenge with. */
+  realm?: string;
+}
+
+/** Platform-number calls (no trunk): the carrier's defaults. */
+const PLATFORM_DEFAULTS = { mediaEncryption: 'allow' as const, noiseSuppression: false, ringingTimeoutSecs: 30, maxCallDurationSecs: 3600 };
+/** How long a refused caller should wait (503). */
+const RETRY_AFTER_S = 5;
+
+/** The called number of a Request-URI user part: `+` and digits (a digits-only user part gets its `+`); null otherwise. */
+export function calledNumber(user: string | undefined): string | null {
+  const u = (user ?? '').replace(/[-.() ]/g, '');
+  if (/^\+[1-9]\d{6,14}$/.test(u)) return u;
+  if (/^[1-9]\d{6,14}$/.test(u)) return `+${u}`;
+  return null;
+}
+
+export class InboundCalls {
+  private readonly calls = new Set<PhoneCall>();
+  private readonly realm: string;
+
+  constructor(
+    private readonly stack: SipStack,
+    private readonly deps: InboundDeps,
+  ) {
+    this.realm = deps.realm ?? 'parley';
+    stack.use('INVITE', (req, res) => {
+      this.invite(req, res).catch((err: unknown) => {
+        deps.logger.error({ err: err instanceof Error ? err.message : String(err), callId: req.headers.callId }, 'inbound call failed');
+        if (!res.finalSent) res.send(500);
+      });
+    });
+  }
+
+  /** Calls up now. */
+  get active(): number {
+    return this.calls.size;
+  }
+
+  /** Ends every call (server shutdown): the agents stop, BYE goes out; resolves when their records are written. */
+  async endAll(reason: string): Promise<void> {
+    const calls = [...this.calls];
+    for (const c of calls) c.end(reason);
+    await Promise.all(calls.map((c) => c.done));
+  }
+
+  private async invite(req: SipRequest, res: SipResponse): Promise<void> {
+    const { db, logger } = this.deps;
+    const called = calledNumber(req.ruri.user);
+    const caller = calledNumber(req.headers.from.user) ?? req.headers.from.user ?? '';
+    const source = req.source.address;
+    const presentedUser = /username="([^"]*)"/i.exec(req.get('authorization') ?? '')?.[1];
+    const route = await resolveInbound(db, { calledNumber: called ?? '', sourceAddress: source, authUsername: presentedUser });
+    if (route.kind === 'none') {
+      if (route.tryCredentials) challenge(res, this.realm);
+      else res.send(404, 'Not Found');
+      return;
+    }
+    const trunk = route.trunk;
+    // The trunk's checks (a platform number: the carrier's).
+    const allowed = trunk ? trunk.allowedAddresses : this.deps.carrier.allowedAddresses;
+    if (allowed.length && !addressAllowed(allowed, source)) {
+      res.send(403, 'Forbidden');
+      return;
+    }
+    if (trunk?.allowedNumbers.length && !trunk.allowedNumbers.includes(caller)) {
+      res.send(403, 'Forbidden');
+      return;
+    }
+    const credentials = await this.credentials(trunk);
+    if (credentials) {
+      const verdict = verify(req, { username: credentials.username, password: credentials.password, realm: this.realm });
+      if (verdict === 'missing') {
+        challenge(res, this.realm);
+        return;
+      }
+      if (verdict === 'wrong') {
+        res.send(403, 'Forbidden');
+        return;
+      }
+    }
+    if (!route.allowInboundCall) {
+      res.send(603, 'Decline');
+      return;
+    }
+    if (!route.agentId) {
+      res.send(404, 'Not Found');
+      return;
+    }
+    const policy = trunk ?? PLATFORM_DEFAULTS;
+    let lease;
+    try {
+      lease = this.deps.limits.acquire('speech', `org:${route.orgId}`);
+    } catch (err) {
+      res.send(503, 'Service Unavailable', { headers: { 'Retry-After': String(err instanceof ApiError ? RETRY_AFTER_S : RETRY_AFTER_S) } });
+      return;
+    }
+    let rtp: RtpSession | null = null;
+    let phone: PhoneCall | null = null;
+    try {
+      rtp = await RtpSession.bind({ localAddress: this.stack.host === '0.0.0.0' ? '0.0.0.0' : this.stack.host, ports: this.deps.ports });
+      const answer = negotiate(req.body, { encryption: policy.mediaEncryption, localAddress: this.stack.publicAddress, localPort: rtp.localPort });
+      if (!answer.ok) {
+        res.send(answer.status, answer.status === 488 ? 'Not Acceptable Here' : 'Bad Request', { headers: { Warning: `399 parley "${answer.reason.replace(/"/g, "'")}"` } });
+        throw new Refused();
+      }
+      res.send(180, 'Ringing');
+      // The agent must be ready within the trunk's ringing timeout; a CANCEL ends the wait (and frees the place) at once.
+      const canceled = new Promise<null>((r) => (req.canceled ? r(null) : req.once('cancel', () => r(null))));
+      const resolved = await withTimeout(
+        Promise.race([resolveCallConfig(db, { orgId: route.orgId, name: 'telephony' }, route.agentId, { kind: 'live' }), canceled]),
+        policy.ringingTimeoutSecs * 1000,
+      );
+      if (req.canceled) throw new Refused();
+      if (!resolved) {
+        res.send(480, 'Temporarily Unavailable');
+        throw new Refused();
+      }
+      const dialog = await this.stack.createUAS(req, res, { localSdp: answer.answerSdp, headers: trunk?.headers });
+      await rtp.start({ ...answer, noiseSuppression: policy.noiseSuppression });
+      const answered = new PhoneCall(dialog, rtp, lease, logger, policy.maxCallDurationSecs);
+      phone = answered;
+      rtp = null;
+      this.calls.add(answered);
+      void answered.done.then(() => this.calls.delete(answered));
+      const call = await this.deps.runtime.start(
+        {
+          resolved,
+          mode: 'webcall',
+          type: 'telephony_inbound',
+          isTest: false,
+          variables: {},
+          inputRate: 8000,
+          outputRate: 8000,
+          fromNumber: caller,
+          toNumber: called ?? undefined,
+        },
+        (e) => answered.onEvent(e),
+      );
+      answered.attach(call);
+      logger.info({ callId: call.callId, sipCallId: dialog.callId, to: called, trunk: trunk?.id ?? null }, 'inbound call answered');
+    } catch (err) {
+      rtp?.close();
+      lease.release();
+      if (err instanceof Refused) return;
+      // Answered, but the agent could not start: hang up.
+      if (phone) {
+        if (!phone.dialog.destroyed) await phone.dialog.destroy({ reason: 'error' }).catch(() => undefined);
+        phone.end('error');
+      }
+      throw err;
+    }
+  }
+
+  /** The digest credentials a call must present: its trunk's, or the platform carrier's. */
+  private async credentials(trunk: InboundTrunk | null): Promise<{ username: string; password: string } | null> {
+    if (trunk) {
+      if (!trunk.authUsername) return null;
+      const password = await trunkPassword(this.deps.db, this.deps.secrets, trunk.id);
+      return password ? { username: trunk.authUsername, password } : null;
+    }
+    const { username, password } = this.deps.carrier;
+    return username && password ? { username, password } : null;
+  }
+}
+
+/** A refusal already answered on the SIP transaction. */
+class Refused extends Error {}
+
+/** The promise's value, or null when it takes longer than `ms`. */
+async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<null>((r) => (timer = setTimeout(() => r(null), ms)));
+  try {
+    return await Promise.race([p, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,92 @@
+// One answered phone call: the SIP dialog, the RTP session and the agent session wired together. Caller audio
+// (8 kHz frames) goes to the engine as it arrives, the agent's audio (8 kHz) to RTP, keypresses to the agent; a BYE
+// from either side, the agent ending the call or the trunk's maximum duration ends all three.
+import type { Logger } from 'pino';
+import type { RunningCall } from '../transports/calls/runtime.js';
+import type { SessionEvent } from '../engine/agent/session.js';
+import { floatToInt16 } from '../engine/audio/pcm.js';
+import { KeypadCollector } from '../engine/agent/keypad.js';
+import type { Dialog } from './sip/dialog.js';
+import type { RtpSession } from './media/session.js';
+import type { Lease } from '../transports/ws/session-limits.js';
+
+export class PhoneCall {
+  private call: RunningCall | null = null;
+  private readonly keypad: KeypadCollector;
+  private maxDuration: NodeJS.Timeout | null = null;
+  private closed = false;
+  /** Resolves once the call is over and its record written. */
+  readonly done: Promise<void>;
+  private resolveDone!: () => void;
+
+  constructor(
+    readonly dialog: Dialog,
+    private readonly rtp: RtpSession,
+    private readonly lease: Lease,
+    private readonly logger: Logger,
+    maxDurationSecs: number,
+  ) {
+    this.done = new Promise((r) => (this.resolveDone = r));
+    this.keypad = new KeypadCollector((keys) => this.call?.session.pressKeys(keys));
+    rtp.onAudio = (frame) => this.call?.session.pushAudio(new Uint8Array(frame.buffer, frame.byteOffset, frame.byteLength));
+    rtp.onDtmf = (digit) => this.keypad.press(digit);
+    rtp.onError = (err) => this.logger.warn({ err: err.message, callId: dialog.callId }, 'phone call media error');
+    dialog.on('destroy', (info) => {
+      if (info.by === 'remote') this.end('caller_hangup');
+      else this.close();
+    });
+    this.maxDuration = setTimeout(() => this.end('max_duration'), maxDurationSecs * 1000);
+    this.maxDuration.unref();
+  }
+
+  /** The agent session runs: events from here on go to the caller. */
+  attach(call: RunningCall): void {
+    this.call = call;
+    if (this.closed) call.session.end('caller_hangup');
+    void call.finished.then(() => this.resolveDone());
+  }
+
+  /** What the session emits, for the caller's side of the line. */
+  onEvent(e: SessionEvent): void {
+    switch (e.type) {
+      case 'audio': {
+        const pcm = new Int16Array(e.samples.length);
+        for (let i = 0; i < pcm.length; i++) pcm[i] = floatToInt16(e.samples[i] as number);
+        this.rtp.send(pcm);
+        break;
+      }
+      case 'interruption':
+        this.rtp.clear();
+        break;
+      case 'ended':
+        // The agent (or a timeout) ended the call: hang up once the audio already sent has played.
+        void this.hangUp();
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** Ends the agent session with a reason (the session's `ended` then hangs up the line). */
+  end(reason: string): void {
+    if (this.call) this.call.session.end(reason);
+    else this.close();
+  }
+
+  private async hangUp(): Promise<void> {
+    const tail = Math.min(this.rtp.queuedMs(), 3000);
+    if (tail > 0) await new Promise((r) => setTimeout(r, tail + 40));
+    if (!this.dialog.destroyed) await this.dialog.destroy({ reason: 'agent_ended' }).catch(() => undefined);
+    this.close();
+  }
+
+  private close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.maxDuration) clearTimeout(this.maxDuration);
+    this.keypad.close();
+    this.rtp.close();
+    this.lease.release();
+    if (!this.call) this.resolveDone();
+  }
+}
