@@ -74,7 +74,8 @@ export class PhoneCall {
   }
 
   private async hangUp(): Promise<void> {
-    const tail = Math.min(this.rtp.queuedMs(), 3000);
+    // Audio already sent plays out before our BYE; once the caller has hung up there is nobody left to hear it.
+    const tail = this.dialog.destroyed ? 0 : Math.min(this.rtp.queuedMs(), 3000);
     if (tail > 0) await new Promise((r) => setTimeout(r, tail + 40));
     if (!this.dialog.destroyed) await this.dialog.destroy({ reason: 'agent_ended' }).catch(() => undefined);
     this.close();

@@ -125,7 +125,8 @@ export async function startSipp(o: SippOptions): Promise<SippRun> {
   return { port, proc, done, kill: () => proc.kill('SIGKILL') };
 }
 
-function udpBound(port: number): boolean {
+/** True once some socket is bound to this UDP port (read from /proc/net/udp). */
+export function udpBound(port: number): boolean {
   const hex = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
   return readFileSync('/proc/net/udp', 'utf8').split('\n').some((line) => line.trim().split(/\s+/)[1]?.endsWith(hex));
 }
