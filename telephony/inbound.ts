@@ -140,12 +140,28 @@ export class InboundCalls {
         Promise.race([resolveCallConfig(db, { orgId: route.orgId, name: 'telephony' }, route.agentId, { kind: 'live' }), canceled]),
         policy.ringingTimeoutSecs * 1000,
       );
-      if (req.canceled) throw new Refused();
-      if (!resolved) {
-        res.send(480, 'Temporarily Unavailable');
+      // Calls that end before the answer are recorded too (status cancelled or no_answer, with their events).
+      const unanswered = (status: 'cancelled' | 'no_answer', reason: string) =>
+        void this.deps.runtime
+          .recordUnanswered({ orgId: route.orgId, agentId: route.agentId as string, type: 'telephony_inbound', fromNumber: caller, toNumber: called ?? undefined }, { status, reason })
+          .catch((err: unknown) => logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not record an unanswered call'));
+      if (req.canceled) {
+        unanswered('cancelled', 'canceled');
         throw new Refused();
       }
-      const dialog = await this.stack.createUAS(req, res, { localSdp: answer.answerSdp, headers: trunk?.headers });
+      if (!resolved) {
+        res.send(480, 'Temporarily Unavailable');
+        unanswered('no_answer', 'ringing_timeout');
+        throw new Refused();
+      }
+      const dialog = await this.stack.createUAS(req, res, { localSdp: answer.answerSdp, headers: trunk?.headers }).catch((err: unknown) => {
+        // Canceled (or hung up) between the ringing and the ACK.
+        if (req.canceled) {
+          unanswered('cancelled', 'canceled');
+          throw new Refused();
+        }
+        throw err;
+      });
       await rtp.start({ ...answer, noiseSuppression: policy.noiseSuppression });
       const answered = new PhoneCall(dialog, rtp, lease, logger, policy.maxCallDurationSecs);
       phone = answered;

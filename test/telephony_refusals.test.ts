@@ -154,6 +154,9 @@ describe.each(testDialects())('inbound call refusals on %s', (dialect) => {
     expect(final.final.startLine).toBe('SIP/2.0 487 Request Terminated');
     await sleep(500);
     expect(final.responses.concat(caller.peer.received.slice(pending.since)).some((m) => m.status === 200 && m.headers.cseq === `${pending.cseq} INVITE`)).toBe(false);
+    // The canceled call is on record: status cancelled, no duration, no transcript.
+    const record = await unansweredRecord(server, 'cancelled', '15550200008');
+    expect(record).toMatchObject({ type: 'telephony_inbound', to: '+15550200008', status: 'cancelled', endReason: 'canceled', duration: 0, transcript: [] });
   });
 
   it('challenges baresip on a trunk with credentials: the right password is answered, a wrong one refused with 403', async () => {
@@ -185,6 +188,7 @@ describe.each(testDialects())('inbound call refusals on %s', (dialect) => {
     } finally {
       await release();
     }
+    expect(await unansweredRecord(server, 'no_answer', '15550200010')).toMatchObject({ status: 'no_answer', endReason: 'ringing_timeout', to: '+15550200010' });
     // The same trunk answers once the agent's configuration loads in time.
     await answeredAndHungUp(caller, await caller.invite({ to: '+15550200010' }));
   });
@@ -207,6 +211,17 @@ describe.each(testDialects())('inbound call refusals on %s', (dialect) => {
     expect(caller.peer.received.some((m) => m.status === 200 && /INVITE$/.test(m.headers.cseq ?? ''))).toBe(false);
   });
 });
+
+/** The record of a call that ended before the answer (written just after the final response): polled by status and number. */
+async function unansweredRecord(server: TestServer, status: string, number: string): Promise<any> {
+  for (let i = 0; i < 50; i++) {
+    const list = await server.request('GET', `${A}/conversation?statusFilter=${status}&search=${number}`);
+    const log = list.body.data?.logs?.[0];
+    if (log) return (await server.request('GET', `${A}/conversation/${log.callId}`)).body.data;
+    await sleep(100);
+  }
+  throw new Error(`no ${status} call to ${number}`);
+}
 
 describe.each(testDialects())('inbound calls over capacity on %s', (dialect) => {
   let server: TestServer;
