@@ -1,9 +1,7 @@
 // Telephony resources: the numbers CLI and number routes, SIP trunks (every rule, uniqueness, passwords), answers,
 // transfer sources, the caller-ids bridge, both sides of the 45-day window, and inbound routing through the store.
 import { describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { ROOT, createOrgKey, storeSql, testDialects, withStore, type StoreEnv, type TestServer } from './support/server.js';
+import { createOrgKey, runCliOn, storeSql, testDialects, withStore, type StoreEnv, type TestServer } from './support/server.js';
 import { serverForSuite } from './support/suite.js';
 import { A, createAgent } from './support/agents.js';
 import { resolveInbound, trunkPassword, addressAllowed } from '../control-plane/telephony/routing.js';
@@ -17,15 +15,7 @@ const ISO = expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/);
 const DAY = 86_400_000;
 const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
-async function numbersCli(store: StoreEnv, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'control-plane/cli/numbers.ts', ...args], { cwd: ROOT, env: { ...process.env, ...store.env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  proc.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  proc.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  const [code] = (await once(proc, 'exit')) as [number | null];
-  return { code, stdout, stderr };
-}
+const numbersCli = (store: StoreEnv, args: string[]) => runCliOn(store, 'numbers', args);
 
 async function addNumber(store: StoreEnv, number: string, extra: string[] = []): Promise<string> {
   const res = await numbersCli(store, ['add', number, '--provider', 'carrier1', '--json', ...extra]);

@@ -1,4 +1,5 @@
 // `npm run keys -- create --name NAME [--org ORG] [--rate-limit N] [--json]`, `list [--json]`, `delete ID_OR_NAME`.
+import { runCli } from './run.js';
 import { parseArgs } from 'node:util';
 import { openStore } from '../store/db.js';
 import { createKey, deleteKey, listKeys } from '../auth/keys.js';
@@ -46,10 +47,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    console.error(`error: ${err instanceof Error ? err.message : String(err)}`);
-    process.exit(1);
-  },
-);
+runCli(main);

@@ -1,4 +1,5 @@
 // `npm run numbers -- add +15550100 [--provider NAME] [--country US] [--area 555] [--org ORG]`, `list [--json]`, `remove NUMBER [--force]`.
+import { runCli } from './run.js';
 import { parseArgs } from 'node:util';
 import { openStore } from '../store/db.js';
 import { addPlatformNumber, listPlatformNumbers, removePlatformNumber } from '../telephony/inventory.js';
@@ -60,10 +61,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    console.error(`error: ${err instanceof Error ? err.message : String(err)}`);
-    process.exit(1);
-  },
-);
+runCli(main);

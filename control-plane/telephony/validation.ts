@@ -1,4 +1,5 @@
 // Telephony input rules: E.164 numbers, peer IPs/CIDRs (and matching an address against them), carrier addresses, SIP headers.
+import { validateHeaderMap } from '../headers.js';
 import { BlockList, isIP } from 'node:net';
 import { badRequest } from '../errors.js';
 
@@ -130,25 +131,15 @@ const MAX_HEADER_VALUE = 1024;
 
 /** Extra SIP headers `{name: value}`: token names not written by the SIP leg, string values without CR/LF/NUL. */
 export function validateSipHeaders(value: unknown, errors: string[]): Record<string, string> | undefined {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    errors.push('headers: must be an object of SIP header names to string values');
-    return undefined;
-  }
-  const entries = Object.entries(value as Record<string, unknown>);
-  const before = errors.length;
-  if (entries.length > MAX_HEADERS) errors.push(`headers: at most ${MAX_HEADERS} headers`);
-  const seen = new Set<string>();
-  for (const [name, v] of entries) {
-    const lower = name.toLowerCase();
-    if (!TOKEN.test(name)) errors.push(`headers.${name}: not a valid SIP header name`);
-    else if (RESERVED_SIP_HEADERS.has(lower)) errors.push(`headers.${name}: reserved, written by the SIP leg itself`);
-    else if (seen.has(lower)) errors.push(`headers.${name}: given twice (header names are case-insensitive)`);
-    seen.add(lower);
-    if (typeof v !== 'string') errors.push(`headers.${name}: value must be a string`);
-    else if (v.length > MAX_HEADER_VALUE) errors.push(`headers.${name}: value longer than ${MAX_HEADER_VALUE} characters`);
-    else if (/[\r\n\0]/.test(v)) errors.push(`headers.${name}: value must not contain CR, LF or NUL`);
-  }
-  return errors.length === before ? (Object.fromEntries(entries) as Record<string, string>) : undefined;
+  return validateHeaderMap(value, errors, {
+    token: TOKEN,
+    reserved: RESERVED_SIP_HEADERS,
+    maxHeaders: MAX_HEADERS,
+    maxValue: MAX_HEADER_VALUE,
+    notObject: 'must be an object of SIP header names to string values',
+    badName: 'not a valid SIP header name',
+    reservedName: 'reserved, written by the SIP leg itself',
+  });
 }
 
 /** A JSON object request body; a 400 otherwise. */

@@ -1,5 +1,6 @@
 // Webhook endpoints of an organization: create (with optional subscriptions), read with the signing secret, update,
 // enable/disable, delete (refused while agents are subscribed).
+import { validateHeaderMap } from '../headers.js';
 import type { Selectable } from 'kysely';
 import { isUniqueViolation, type Db, type Tx } from '../store/db.js';
 import type { WebhooksTable } from '../store/schema.js';
@@ -86,25 +87,15 @@ function validateDescription(value: unknown, errors: string[]): string | undefin
 
 /** Custom delivery headers: ≤10, RFC 7230 token names (case-insensitively unique), values ≤1024 without CR/LF/NUL. */
 export function validateHeaders(value: unknown, errors: string[]): Record<string, string> | undefined {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    errors.push('headers: must be an object of header names to string values');
-    return undefined;
-  }
-  const entries = Object.entries(value as Record<string, unknown>);
-  const before = errors.length;
-  if (entries.length > MAX_HEADERS) errors.push(`headers: at most ${MAX_HEADERS} headers`);
-  const seen = new Set<string>();
-  for (const [name, v] of entries) {
-    const lower = name.toLowerCase();
-    if (!TOKEN.test(name)) errors.push(`headers.${name}: not a valid header name (RFC 7230 token characters only)`);
-    else if (RESERVED_HEADERS.has(lower)) errors.push(`headers.${name}: reserved, set by the platform (${[...RESERVED_HEADERS].join(', ')})`);
-    else if (seen.has(lower)) errors.push(`headers.${name}: given twice (header names are case-insensitive)`);
-    seen.add(lower);
-    if (typeof v !== 'string') errors.push(`headers.${name}: value must be a string`);
-    else if (v.length > MAX_HEADER_VALUE) errors.push(`headers.${name}: value longer than ${MAX_HEADER_VALUE} characters`);
-    else if (/[\r\n\0]/.test(v)) errors.push(`headers.${name}: value must not contain CR, LF or NUL`);
-  }
-  return errors.length === before ? (Object.fromEntries(entries) as Record<string, string>) : undefined;
+  return validateHeaderMap(value, errors, {
+    token: TOKEN,
+    reserved: RESERVED_HEADERS,
+    maxHeaders: MAX_HEADERS,
+    maxValue: MAX_HEADER_VALUE,
+    notObject: 'must be an object of header names to string values',
+    badName: 'not a valid header name (RFC 7230 token characters only)',
+    reservedName: `reserved, set by the platform (${[...RESERVED_HEADERS].join(', ')})`,
+  });
 }
 
 interface EventRef {

@@ -152,9 +152,9 @@ export async function startServer(options: { store: StoreEnv; env?: Record<strin
   return server;
 }
 
-/** Runs the keys CLI against the same store as a server. */
-export async function keysCli(store: StoreEnv, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'control-plane/cli/keys.ts', ...args], {
+/** Runs an operator CLI (`control-plane/cli/<name>.ts`) against the same store as a server. */
+export async function runCliOn(store: StoreEnv, name: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', `control-plane/cli/${name}.ts`, ...args], {
     cwd: ROOT,
     env: { ...process.env, ...store.env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -166,6 +166,9 @@ export async function keysCli(store: StoreEnv, args: string[]): Promise<{ code: 
   const [code] = (await once(proc, 'exit')) as [number | null];
   return { code, stdout, stderr };
 }
+
+/** Runs the keys CLI against the same store as a server. */
+export const keysCli = (store: StoreEnv, args: string[]) => runCliOn(store, 'keys', args);
 
 export async function createOrgKey(store: StoreEnv, name: string, org: string, extra: string[] = []): Promise<string> {
   const { code, stdout, stderr } = await keysCli(store, ['create', '--name', name, '--org', org, '--json', ...extra]);
