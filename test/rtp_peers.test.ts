@@ -1,11 +1,10 @@
 // RtpSession against real peers on loopback: sipp plays its PCMA capture (30 ms packets) and RFC 4733 digit captures to us;
 // baresip (srtp-mand) exchanges speech with us over SDES-SRTP both ways, and over plain PCMA.
 import { spawn, type ChildProcess } from 'node:child_process';
-import dgram from 'node:dgram';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ALAW_TO_LINEAR, linearToALaw, linearToMuLaw, MULAW_TO_LINEAR } from '../engine/audio/g711.js';
 import { readWav } from '../engine/audio/wav.js';
 import { PortAllocator } from '../telephony/media/ports.js';
@@ -14,12 +13,14 @@ import { acceptAnswer, buildOffer, type Codec, type MediaEncryption } from '../t
 import { RtpSession } from '../telephony/media/session.js';
 import { readPcapUdp } from './support/pcap.js';
 import { sipCall } from './support/rtp-sip-peer.js';
+import { freePort, killPeers, PEER_HOST, sippByeAnswered, sippPlayPcap, sippResponse, sippScenario, sippSdp, STACK_HOST, startSipp, writeScenario } from './support/sip-peers.js';
 
 const SOUNDS = '/usr/share/asterisk/sounds/en_US_f_Allison';
 const ports = new PortAllocator({ min: 42400, max: 42599 });
 const tmp = mkdtempSync(join(tmpdir(), 'rtp-peers-'));
 const children: ChildProcess[] = [];
 const sessions: RtpSession[] = [];
+afterEach(() => killPeers());
 afterAll(() => {
   for (const s of sessions) s.close();
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
@@ -33,14 +34,6 @@ async function waitFor(cond: () => boolean, timeoutMs: number, what: string): Pr
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
     await sleep(10);
   }
-}
-/** A UDP port free on 127.0.0.1 right now (for a peer's own sockets). */
-async function freePort(): Promise<number> {
-  const s = dgram.createSocket('udp4');
-  await new Promise<void>((r) => s.bind(0, '127.0.0.1', r));
-  const port = s.address().port;
-  s.close();
-  return port;
 }
 function run(cmd: string, args: string[], cwd: string): ChildProcess & { output: () => string } {
   const child = spawn(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -86,66 +79,25 @@ const wavInt16 = (path: string) => Int16Array.from(readWav(readFileSync(path)).s
 const g711 = (pcm: Int16Array, codec: Codec) =>
   codec === 'PCMU' ? pcm.map((v) => MULAW_TO_LINEAR[linearToMuLaw(v)]!) : pcm.map((v) => ALAW_TO_LINEAR[linearToALaw(v)]!);
 
-const SIPP_UAS = `<?xml version="1.0" encoding="ISO-8859-1" ?>
-<scenario name="parley rtp test: answer, play PCMA capture and three RFC 4733 digits">
-  <recv request="INVITE" crlf="true"/>
-  <send>
-    <![CDATA[
-
-      SIP/2.0 200 OK
-      [last_Via:]
-      [last_From:]
-      [last_To:];tag=[pid]SIPpTag01[call_number]
-      [last_Call-ID:]
-      [last_CSeq:]
-      Contact: <sip:[local_ip]:[local_port];transport=[transport]>
-      Content-Type: application/sdp
-      Content-Length: [len]
-
-      v=0
-      o=user1 53655765 2353687637 IN IP[local_ip_type] [local_ip]
-      s=-
-      c=IN IP[media_ip_type] [media_ip]
-      t=0 0
-      m=audio [media_port] RTP/AVP 8 101
-      a=rtpmap:8 PCMA/8000
-      a=rtpmap:101 telephone-event/8000
-      a=fmtp:101 0-15
-
-    ]]>
-  </send>
-  <recv request="ACK" crlf="true"/>
-  <nop><action><exec play_pcap_audio="/usr/share/sip-tester/g711a.pcap"/></action></nop>
-  <pause milliseconds="2500"/>
-  <nop><action><exec play_pcap_audio="/usr/share/sip-tester/dtmf_2833_1.pcap"/></action></nop>
-  <pause milliseconds="400"/>
-  <nop><action><exec play_pcap_audio="/usr/share/sip-tester/dtmf_2833_2.pcap"/></action></nop>
-  <pause milliseconds="400"/>
-  <nop><action><exec play_pcap_audio="/usr/share/sip-tester/dtmf_2833_pound.pcap"/></action></nop>
-  <recv request="BYE"/>
-  <send>
-    <![CDATA[
-
-      SIP/2.0 200 OK
-      [last_Via:]
-      [last_From:]
-      [last_To:]
-      [last_Call-ID:]
-      [last_CSeq:]
-      Content-Length: 0
-
-    ]]>
-  </send>
-</scenario>
-`;
+const PCAPS = '/usr/share/sip-tester';
+const SIPP_UAS = sippScenario('parley rtp test: answer, play PCMA capture and three RFC 4733 digits', [
+  '<recv request="INVITE" />',
+  sippResponse('200 OK', { toTag: '01', sdp: sippSdp('PCMA', true) }),
+  '<recv request="ACK" />',
+  sippPlayPcap(`${PCAPS}/g711a.pcap`),
+  '<pause milliseconds="2500" />',
+  sippPlayPcap(`${PCAPS}/dtmf_2833_1.pcap`),
+  '<pause milliseconds="400" />',
+  sippPlayPcap(`${PCAPS}/dtmf_2833_2.pcap`),
+  '<pause milliseconds="400" />',
+  sippPlayPcap(`${PCAPS}/dtmf_2833_pound.pcap`),
+  ...sippByeAnswered(),
+]);
 
 describe('RtpSession with sipp', () => {
   it('plays sipp\'s PCMA capture (30 ms packets) exactly and reads its RFC 4733 digits', async () => {
-    const dir = join(tmp, 'sipp');
-    mkdirSync(dir);
-    writeFileSync(join(dir, 'uas.xml'), SIPP_UAS);
-    const [sipPort, mediaPort] = [await freePort(), await freePort()];
-    const sipp = run('sipp', ['-sf', 'uas.xml', '-i', '127.0.0.1', '-p', String(sipPort), '-mi', '127.0.0.1', '-mp', String(mediaPort), '-m', '1', '-nostdin', '-timeout', '25s', '-timeout_error'], dir);
+    const mediaPort = await freePort();
+    const sipp = await startSipp({ scenario: writeScenario('uas', SIPP_UAS), timeoutS: 25, extra: ['-mi', PEER_HOST, '-mp', String(mediaPort)] });
     const media = await RtpSession.bind({ localAddress: '127.0.0.2', ports });
     sessions.push(media);
     const heard: Int16Array[] = [];
@@ -153,8 +105,7 @@ describe('RtpSession with sipp', () => {
     media.onAudio = (f) => heard.push(f);
     media.onDtmf = (d) => digits.push(d);
     const offer = buildOffer({ encryption: 'disable', localAddress: '127.0.0.2', localPort: media.localPort, codecs: ['PCMA', 'PCMU'] });
-    await sleep(200); // sipp binds its socket
-    const call = await sipCall({ host: '127.0.0.1', port: sipPort, localAddress: '127.0.0.2', sdp: offer.sdp });
+    const call = await sipCall({ host: PEER_HOST, port: sipp.port, localAddress: STACK_HOST, sdp: offer.sdp });
     try {
       expect(call.status).toBe(200);
       const answer = acceptAnswer(call.answerSdp, offer);
@@ -167,9 +118,10 @@ describe('RtpSession with sipp', () => {
       expect(await call.bye()).toBe(200);
       call.close();
     }
-    expect(await exited(sipp)).toBe(0);
+    const result = await sipp.done;
+    expect(result.code, result.output).toBe(0);
     // What sipp played: the capture's A-law payloads back to back.
-    const capture = readPcapUdp('/usr/share/sip-tester/g711a.pcap').map((d) => decodeRtp(d.payload)!);
+    const capture = readPcapUdp(`${PCAPS}/g711a.pcap`).map((d) => decodeRtp(d.payload)!);
     expect(capture[0]!.payload).toHaveLength(240);
     const played = concat(capture.map((p) => Int16Array.from(p.payload, (b) => ALAW_TO_LINEAR[b]!)));
     const got = concat(heard);

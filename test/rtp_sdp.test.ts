@@ -8,80 +8,30 @@ const crlf = (s: string) => s.trim().split('\n').map((l) => l.trim()).join('\r\n
 
 // Captured on this machine: baresip 1.0.0 dialling with audio_codecs=pcma,pcmu (plain), mediaenc=srtp (best effort:
 // RTP/AVP with a crypto line) and mediaenc=srtp-mand (RTP/SAVP); sipp 3.6.1 `-sn uac` and its uac_pcap scenario.
-const BARESIP_PLAIN = crlf(`
-  v=0
-  o=- 1162241526 1007606586 IN IP4 127.0.0.1
-  s=-
-  c=IN IP4 127.0.0.1
-  t=0 0
-  a=tool:baresip 1.0.0
-  m=audio 30052 RTP/AVP 8 0 101
-  a=rtpmap:8 PCMA/8000
-  a=rtpmap:0 PCMU/8000
-  a=rtpmap:101 telephone-event/8000
-  a=fmtp:101 0-15
-  a=sendrecv
-  a=label:1
-  a=rtcp-rsize
-  a=ssrc:337725830 cname:sip:caller@127.0.0.1
-  a=minptime:20
-  a=ptime:20`);
-const BARESIP_BEST_EFFORT = crlf(`
-  v=0
-  o=- 568118820 279528683 IN IP4 127.0.0.1
-  s=-
-  c=IN IP4 127.0.0.1
-  t=0 0
-  a=tool:baresip 1.0.0
-  m=audio 30054 RTP/AVP 0 8 101
-  a=rtpmap:0 PCMU/8000
-  a=rtpmap:8 PCMA/8000
-  a=rtpmap:101 telephone-event/8000
-  a=fmtp:101 0-15
-  a=sendrecv
-  a=label:1
-  a=rtcp-rsize
-  a=ssrc:708093557 cname:sip:caller@127.0.0.1
-  a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:PBj3pkwiSP2rCSA1D0KZ95632t8rtMdbEQt20UHo
-  a=minptime:20
-  a=ptime:20`);
-const BARESIP_SRTP_MAND = crlf(`
-  v=0
-  o=- 1127600362 105904535 IN IP4 127.0.0.1
-  s=-
-  c=IN IP4 127.0.0.1
-  t=0 0
-  a=tool:baresip 1.0.0
-  m=audio 30006 RTP/SAVP 0 8 101
-  a=rtpmap:0 PCMU/8000
-  a=rtpmap:8 PCMA/8000
-  a=rtpmap:101 telephone-event/8000
-  a=fmtp:101 0-15
-  a=sendrecv
-  a=label:1
-  a=rtcp-rsize
-  a=ssrc:2985757699 cname:sip:caller@127.0.0.1
-  a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:IsdnhbygVmCvJTTUDXGLQ7Sfs81PdR36tlAhHghv
-  a=minptime:20
-  a=ptime:20`);
-const SIPP_UAC = crlf(`
-  v=0
-  o=user1 53655765 2353687637 IN IP4 127.0.0.1
-  s=-
-  c=IN IP4 127.0.0.1
-  t=0 0
-  m=audio 6000 RTP/AVP 0
-  a=rtpmap:0 PCMU/8000`);
-const SIPP_UAC_PCAP = crlf(`
-  v=0
-  o=user1 53655765 2353687637 IN IP4 127.0.0.1
-  s=-
-  c=IN IP4 127.0.0.1
-  t=0 0
-  m=audio 6002 RTP/AVP 8 101
-  a=rtpmap:8 PCMA/8000
-  a=rtpmap:101 telephone-event/8000
-  a=fmtp:101 0-11,16`);
+// baresip's three offers differ only in origin, port, profile, codec order, SSRC and crypto key: rebuilt here from
+// those, byte for byte as captured.
+type G711 = 'PCMU' | 'PCMA';
+const PT: Record<G711, number> = { PCMU: 0, PCMA: 8 };
+const baresipOffer = (o: { origin: string; port: number; profile: 'RTP/AVP' | 'RTP/SAVP'; codecs: [G711, G711]; ssrc: number; key?: string }) =>
+  [
+    'v=0', `o=- ${o.origin} IN IP4 127.0.0.1`, 's=-', 'c=IN IP4 127.0.0.1', 't=0 0', 'a=tool:baresip 1.0.0',
+    `m=audio ${o.port} ${o.profile} ${o.codecs.map((c) => PT[c]).join(' ')} 101`,
+    ...o.codecs.map((c) => `a=rtpmap:${PT[c]} ${c}/8000`),
+    'a=rtpmap:101 telephone-event/8000', 'a=fmtp:101 0-15', 'a=sendrecv', 'a=label:1', 'a=rtcp-rsize', `a=ssrc:${o.ssrc} cname:sip:caller@127.0.0.1`,
+    ...(o.key ? [`a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:${o.key}`] : []),
+    'a=minptime:20', 'a=ptime:20', '',
+  ].join('\r\n');
+const BARESIP_PLAIN = baresipOffer({ origin: '1162241526 1007606586', port: 30052, profile: 'RTP/AVP', codecs: ['PCMA', 'PCMU'], ssrc: 337725830 });
+const BARESIP_BEST_EFFORT = baresipOffer({
+  origin: '568118820 279528683', port: 30054, profile: 'RTP/AVP', codecs: ['PCMU', 'PCMA'], ssrc: 708093557, key: 'PBj3pkwiSP2rCSA1D0KZ95632t8rtMdbEQt20UHo',
+});
+const BARESIP_SRTP_MAND = baresipOffer({
+  origin: '1127600362 105904535', port: 30006, profile: 'RTP/SAVP', codecs: ['PCMU', 'PCMA'], ssrc: 2985757699, key: 'IsdnhbygVmCvJTTUDXGLQ7Sfs81PdR36tlAhHghv',
+});
+// sipp's two offers differ only in their media lines.
+const sippOffer = (media: string[]) => ['v=0', 'o=user1 53655765 2353687637 IN IP4 127.0.0.1', 's=-', 'c=IN IP4 127.0.0.1', 't=0 0', ...media, ''].join('\r\n');
+const SIPP_UAC = sippOffer(['m=audio 6000 RTP/AVP 0', 'a=rtpmap:0 PCMU/8000']);
+const SIPP_UAC_PCAP = sippOffer(['m=audio 6002 RTP/AVP 8 101', 'a=rtpmap:8 PCMA/8000', 'a=rtpmap:101 telephone-event/8000', 'a=fmtp:101 0-11,16']);
 
 const local = { localAddress: '127.0.0.2', localPort: 10002 };
 const answerLines = (sdp: string) => sdp.split('\r\n').filter((l) => l !== '' && !l.startsWith('o='));

@@ -5,21 +5,10 @@ import net from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { SipStack } from '../telephony/sip/stack.js';
 import { parseDatagram } from '../telephony/sip/wire.js';
-import { PEER_HOST, STACK_HOST, RawSipPeer, newBranch, rawRequest, sdpOffer } from './support/sip-peers.js';
+import { PEER_HOST, STACK_HOST, RawSipPeer, newBranch, rawRequest } from './support/sip-peers.js';
+import { sipFuzzer } from './support/sip-fuzz.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Deterministic randomness, so a failing run can be replayed from its seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('malformed SIP', () => {
   let stack: SipStack;
@@ -129,59 +118,14 @@ describe('malformed SIP', () => {
 
   it('thousands of fuzzed datagrams and TCP streams: no crash, no blocked event loop, no dialog, OPTIONS still answered', async () => {
     const seed = Number(process.env.SIP_FUZZ_SEED ?? Date.now() % 1e9);
-    const rnd = prng(seed);
-    const pick = <T>(xs: T[]): T => xs[Math.floor(rnd() * xs.length)]!;
-    const int = (n: number) => Math.floor(rnd() * n);
-    const specials = ['\r', '\n', '\r\n', ':', ',', ';', '<', '>', '"', '\\', '\0', ' ', '\t', '=', '@', '%', 'é'];
-    const valid = () =>
-      pick([
-        () => rawRequest(udp, { method: 'INVITE', uri, body: sdpOffer(), headers: ['Content-Type: application/sdp', 'Record-Route: <sip:p1@example.com;lr>'] }),
-        () => rawRequest(udp, { method: 'OPTIONS', uri }),
-        () => rawRequest(udp, { method: 'BYE', uri, toTag: 'x' }),
-        () => rawRequest(udp, { method: 'CANCEL', uri }),
-        () => rawRequest(udp, { method: 'ACK', uri, toTag: 'y' }),
-        () => rawRequest(udp, { method: 'INFO', uri, toTag: 'z', body: 'Signal=5\r\nDuration=160\r\n', headers: ['Content-Type: application/dtmf-relay'] }),
-        () => `SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP ${STACK_HOST}:${stack.port};branch=${newBranch()}\r\nFrom: <sip:a@b>;tag=1\r\nTo: <sip:c@d>;tag=2\r\nCall-ID: stray\r\nCSeq: 1 INVITE\r\nContent-Length: 0\r\n\r\n`,
-      ])();
-    const mutate = (text: string): string => {
-      const lines = text.split('\r\n');
-      switch (int(9)) {
-        case 0:
-          return Buffer.from(Array.from({ length: int(1400) }, () => int(256))).toString('latin1');
-        case 1:
-          return text.slice(0, int(text.length));
-        case 2: {
-          const chars = [...text];
-          for (let i = 0, n = 1 + int(20); i < n; i++) chars[int(chars.length)] = pick(specials);
-          return chars.join('');
-        }
-        case 3: {
-          const i = 1 + int(Math.max(1, lines.indexOf('') - 1));
-          lines.splice(i, 0, lines[i] ?? 'X: y');
-          return lines.join('\r\n');
-        }
-        case 4:
-          lines.splice(1 + int(Math.max(1, lines.indexOf('') - 1)), 1);
-          return lines.join('\r\n');
-        case 5: {
-          const at = int(text.length);
-          return text.slice(0, at) + pick([' ', '\t', ',', ';', '"', '<']).repeat(int(3000)) + text.slice(at);
-        }
-        case 6:
-          return text.replace(/Content-Length: \d+/, `Content-Length: ${pick(['-1', '99999999', 'NaN', '1e3', String(int(2000)), ''])}`);
-        case 7:
-          return text.replace(/\r\n\r\n/, `\r\nX-Huge: ${'h'.repeat(int(60_000))}\r\n\r\n`).slice(0, 65_000);
-        default:
-          return text.replace(/^(\S+) (\S+)/, `${pick(['INVITE', 'OPTIONS', 'REGISTER', 'BYE', 'X'.repeat(40), ''])} ${pick([uri, 'sip:', '<>', 'sip:a@[::1]', 'sips:x@y;transport=tls', `${uri};${'p;'.repeat(500)}`])}`);
-      }
-    };
+    const fuzz = sipFuzzer(seed, { peer: udp, uri, host: STACK_HOST, port: stack.port });
 
     const before = udp.received.length;
     const loop = monitorEventLoopDelay({ resolution: 10 });
     loop.enable();
     const datagrams = 3000;
     for (let i = 0; i < datagrams; i++) {
-      udp.send(Buffer.from(mutate(valid()), 'latin1'));
+      udp.send(fuzz.message());
       if (i % 50 === 49) await sleep(2);
     }
     const streams: net.Socket[] = [];
@@ -189,12 +133,7 @@ describe('malformed SIP', () => {
       const s = net.connect({ host: STACK_HOST, port: stack.port, localAddress: PEER_HOST });
       s.on('error', () => undefined);
       streams.push(s);
-      const data = Buffer.from(Array.from({ length: 1 + int(5) }, () => mutate(valid())).join(''), 'latin1');
-      for (let at = 0; at < data.length; ) {
-        const n = 1 + int(2000);
-        s.write(data.subarray(at, at + n));
-        at += n;
-      }
+      for (const chunk of fuzz.chunks(fuzz.stream())) s.write(chunk);
       if (i % 10 === 9) await sleep(5);
     }
     await sleep(500);

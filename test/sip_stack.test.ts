@@ -17,6 +17,11 @@ import {
   rawRequest,
   sdpOffer,
   sippMessages,
+  sippByeAnswered,
+  sippCallSetup,
+  sippResponse,
+  sippScenario,
+  sippSdp,
   startSipp,
   writeScenario,
   type RawSipMessage,
@@ -188,58 +193,8 @@ describe('SIP stack against real peers', () => {
   });
 
   it.each(['udp', 'tcp'] as const)('our destroy() sends a BYE in the dialog that sipp answers (%s)', async (transport) => {
-    const scenario = writeScenario(
-      'uac-waits-for-bye',
-      `<?xml version="1.0" encoding="ISO-8859-1" ?>
-<scenario name="uac waits for BYE">
-  <send retrans="500"><![CDATA[
-INVITE sip:hangup@[remote_ip]:[remote_port] SIP/2.0
-Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
-From: sipp <sip:sipp@[local_ip]:[local_port]>;tag=[pid]SIPpTag00[call_number]
-To: <sip:hangup@[remote_ip]:[remote_port]>
-Call-ID: [call_id]
-CSeq: 1 INVITE
-Contact: <sip:sipp@[local_ip]:[local_port];transport=[transport]>
-Max-Forwards: 70
-Content-Type: application/sdp
-Content-Length: [len]
-
-v=0
-o=user1 53655765 2353687637 IN IP[local_ip_type] [local_ip]
-s=-
-c=IN IP[media_ip_type] [media_ip]
-t=0 0
-m=audio [media_port] RTP/AVP 0
-a=rtpmap:0 PCMU/8000
-
-]]></send>
-  <recv response="100" optional="true" />
-  <recv response="200" />
-  <send><![CDATA[
-ACK sip:hangup@[remote_ip]:[remote_port] SIP/2.0
-Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
-From: sipp <sip:sipp@[local_ip]:[local_port]>;tag=[pid]SIPpTag00[call_number]
-[last_To:]
-Call-ID: [call_id]
-CSeq: 1 ACK
-Max-Forwards: 70
-Content-Length: 0
-
-]]></send>
-  <recv request="BYE" />
-  <send><![CDATA[
-SIP/2.0 200 OK
-[last_Via:]
-[last_From:]
-[last_To:]
-[last_Call-ID:]
-[last_CSeq:]
-Content-Length: 0
-
-]]></send>
-</scenario>`,
-    );
-    const run = await startSipp({ scenario, remote: `${STACK_HOST}:${stack.port}`, transport, timeoutS: 15 });
+    const scenario = writeScenario('uac-waits-for-bye', sippScenario('uac waits for BYE', [...sippCallSetup(sippSdp('PCMU')), ...sippByeAnswered()]));
+    const run = await startSipp({ scenario, remote: `${STACK_HOST}:${stack.port}`, transport, service: 'hangup', timeoutS: 15 });
     const result = await run.done;
     expect(result.code, result.output).toBe(0);
     const msgs = sippMessages(result.messages);
@@ -511,102 +466,29 @@ Content-Length: 0
 });
 
 function authUasScenario(): string {
-  const reply = (status: string, tag: string, extra = '') => `<send><![CDATA[
-SIP/2.0 ${status}
-[last_Via:]
-[last_From:]
-[last_To:];tag=[pid]SIPpTag${tag}[call_number]
-[last_Call-ID:]
-[last_CSeq:]
-${extra}Content-Length: 0
-
-]]></send>`;
-  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
-<scenario name="uas with digest">
-  <recv request="INVITE" />
-  ${reply('401 Unauthorized', '01', 'WWW-Authenticate: Digest realm="sipp.test", nonce="n[pid]x[call_number]", qop="auth", algorithm=MD5\n')}
-  <recv request="ACK" />
-  <recv request="INVITE">
-    <action>
-      <verifyauth assign_to="authvalid" username="alice" password="s3cret" />
-      <log message="AUTH [$authvalid]" />
-    </action>
-  </recv>
-  <nop hide="true" test="authvalid" next="good" />
-  ${reply('403 Forbidden', '02')}
-  <recv request="ACK" next="end" />
-  <label id="good" />
-  <send><![CDATA[
-SIP/2.0 200 OK
-[last_Via:]
-[last_From:]
-[last_To:];tag=[pid]SIPpTag02[call_number]
-[last_Call-ID:]
-[last_CSeq:]
-Contact: <sip:[local_ip]:[local_port];transport=[transport]>
-Content-Type: application/sdp
-Content-Length: [len]
-
-v=0
-o=user1 53655765 2353687637 IN IP[local_ip_type] [local_ip]
-s=-
-c=IN IP[media_ip_type] [media_ip]
-t=0 0
-m=audio [media_port] RTP/AVP 0
-a=rtpmap:0 PCMU/8000
-
-]]></send>
-  <recv request="ACK" />
-  <recv request="BYE" />
-  <send><![CDATA[
-SIP/2.0 200 OK
-[last_Via:]
-[last_From:]
-[last_To:]
-[last_Call-ID:]
-[last_CSeq:]
-Content-Length: 0
-
-]]></send>
-  <label id="end" />
-</scenario>`;
+  return sippScenario('uas with digest', [
+    '<recv request="INVITE" />',
+    sippResponse('401 Unauthorized', { toTag: '01', headers: ['WWW-Authenticate: Digest realm="sipp.test", nonce="n[pid]x[call_number]", qop="auth", algorithm=MD5'] }),
+    '<recv request="ACK" />',
+    '<recv request="INVITE"><action><verifyauth assign_to="authvalid" username="alice" password="s3cret" /><log message="AUTH [$authvalid]" /></action></recv>',
+    '<nop hide="true" test="authvalid" next="good" />',
+    sippResponse('403 Forbidden', { toTag: '02' }),
+    '<recv request="ACK" next="end" />',
+    '<label id="good" />',
+    sippResponse('200 OK', { toTag: '02', sdp: sippSdp('PCMU') }),
+    '<recv request="ACK" />',
+    ...sippByeAnswered(),
+    '<label id="end" />',
+  ]);
 }
 
 function cancelUasScenario(): string {
-  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
-<scenario name="uas rings until canceled">
-  <recv request="INVITE" />
-  <send><![CDATA[
-SIP/2.0 180 Ringing
-[last_Via:]
-[last_From:]
-[last_To:];tag=[pid]SIPpTag01[call_number]
-[last_Call-ID:]
-[last_CSeq:]
-Content-Length: 0
-
-]]></send>
-  <recv request="CANCEL" />
-  <send><![CDATA[
-SIP/2.0 200 OK
-[last_Via:]
-[last_From:]
-[last_To:]
-[last_Call-ID:]
-[last_CSeq:]
-Content-Length: 0
-
-]]></send>
-  <send><![CDATA[
-SIP/2.0 487 Request Terminated
-[last_Via:]
-[last_From:]
-[last_To:];tag=[pid]SIPpTag01[call_number]
-[last_Call-ID:]
-CSeq: 1 INVITE
-Content-Length: 0
-
-]]></send>
-  <recv request="ACK" />
-</scenario>`;
+  return sippScenario('uas rings until canceled', [
+    '<recv request="INVITE" />',
+    sippResponse('180 Ringing', { toTag: '01' }),
+    '<recv request="CANCEL" />',
+    sippResponse('200 OK'),
+    sippResponse('487 Request Terminated', { toTag: '01', cseq: '1 INVITE' }),
+    '<recv request="ACK" />',
+  ]);
 }

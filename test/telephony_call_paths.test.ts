@@ -1,13 +1,13 @@
 // How a phone call ends and what it is carried over, with baresip on real RTP: the caller hanging up while the agent
 // speaks, the agent ending the call (our BYE after its last words played), SDES-SRTP under a trunk that requires it,
 // and a Kamailio carrier proxy in front of us.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { testDialects, type StoreEnv, type TestServer } from './support/server.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { testDialects, type TestServer } from './support/server.js';
 import { baresipCall, callerScript, killBaresips, type BaresipOptions } from './support/baresip.js';
 import { freePort, killPeers, STACK_HOST } from './support/sip-peers.js';
 import { startCarrier, stopCarriers } from './support/kamailio.js';
 import { endedCall } from './support/agent-client.js';
-import { answeredTrunk, peerRtpPorts, sipServer, transcribe, workflowAgent } from './support/phone-server.js';
+import { peerRtpPorts, sipServerForSuite, transcribe, trunkAgent } from './support/phone-server.js';
 
 const A = '/atoms/v1';
 
@@ -24,7 +24,7 @@ afterEach(() => {
   stopCarriers();
 });
 
-/** baresip dials `number` (digits only) at our server with `silence` seconds of a silent microphone. */
+/** baresip dials `number` (digits only) at our server (or at `extra.target`) with `silence` seconds of a silent microphone. */
 async function dial(server: TestServer, number: string, silence: number, extra: Partial<BaresipOptions> = {}) {
   return baresipCall({
     target: `sip:${number}@${STACK_HOST}:${server.sipPort}`,
@@ -45,21 +45,11 @@ async function callOf(server: TestServer, agentId: string): Promise<any> {
 }
 
 describe.each(testDialects())('how a phone call ends, on %s', (dialect) => {
-  let server: TestServer;
-  let store: StoreEnv;
-
-  beforeAll(async () => {
-    ({ server, store } = await sipServer(dialect));
-  }, 120_000);
-
-  afterAll(async () => {
-    await server?.stop();
-    await store?.cleanup();
-  });
+  const suite = sipServerForSuite(dialect);
 
   it('the caller hangs up while the agent speaks: the call ends as caller_hangup with the greeting cut where it was heard', async () => {
-    const agentId = await workflowAgent(server, LONG_GREETING);
-    await answeredTrunk(server, agentId, { numbers: ['+15550400001'] });
+    const server = suite.server;
+    const agentId = await trunkAgent(server, { numbers: ['+15550400001'] }, LONG_GREETING);
     const result = await dial(server, '15550400001', 4);
     expect(result.established, result.log).toBe(true);
     // baresip hung up itself (its microphone ended): the session was not closed by us.
@@ -75,8 +65,8 @@ describe.each(testDialects())('how a phone call ends, on %s', (dialect) => {
   }, 30_000);
 
   it('the agent ends the call: its last words play, then our BYE closes the call on baresip', async () => {
-    const agentId = await workflowAgent(server, 'Thank you for calling the test line. Goodbye.', true);
-    await answeredTrunk(server, agentId, { numbers: ['+15550400002'] });
+    const server = suite.server;
+    const agentId = await trunkAgent(server, { numbers: ['+15550400002'] }, 'Thank you for calling the test line. Goodbye.', true);
     const result = await dial(server, '15550400002', 9);
     expect(result.established, result.log).toBe(true);
     // baresip reports the session closed by the remote side well before its 9 s microphone ran out.
@@ -90,8 +80,8 @@ describe.each(testDialects())('how a phone call ends, on %s', (dialect) => {
   }, 30_000);
 
   it('SRTP: baresip offering SDES-SRTP only (srtp-mand) is answered under mediaEncryption require, and hears the agent', async () => {
-    const agentId = await workflowAgent(server, 'This line is encrypted. How can I help you today?');
-    await answeredTrunk(server, agentId, { numbers: ['+15550400003'], mediaEncryption: 'require' });
+    const server = suite.server;
+    const agentId = await trunkAgent(server, { numbers: ['+15550400003'], mediaEncryption: 'require' }, 'This line is encrypted. How can I help you today?');
     const result = await dial(server, '15550400003', 6, { srtp: 'mand' });
     expect(result.established, result.log).toBe(true);
     expect(result.log).toMatch(/srtp: audio: SRTP is Enabled \(cryptosuite=AES_CM_128_HMAC_SHA1_80\)/);
@@ -100,29 +90,23 @@ describe.each(testDialects())('how a phone call ends, on %s', (dialect) => {
   }, 30_000);
 
   it('SRTP: the same srtp-mand offer is refused with 488 under mediaEncryption disable', async () => {
-    const agentId = await workflowAgent(server, 'You will not hear this.');
-    await answeredTrunk(server, agentId, { numbers: ['+15550400004'], mediaEncryption: 'disable' });
+    const server = suite.server;
+    await trunkAgent(server, { numbers: ['+15550400004'], mediaEncryption: 'disable' }, 'You will not hear this.');
     const result = await dial(server, '15550400004', 1, { srtp: 'mand' });
     expect(result.established, result.log).toBe(false);
     expect(result.log).toMatch(/488 Not Acceptable Here/);
   }, 20_000);
 
   it('a Kamailio carrier proxy in front of us: its relayed call is answered, while the caller dialing us directly is refused', async () => {
-    const agentId = await workflowAgent(server, 'Hello from the front desk, how can I help you?');
+    const server = suite.server;
     // The trunk takes calls only from the carrier's address.
-    await answeredTrunk(server, agentId, { numbers: ['+15550400005'], allowedAddresses: [CARRIER_HOST] });
+    const agentId = await trunkAgent(server, { numbers: ['+15550400005'], allowedAddresses: [CARRIER_HOST] }, 'Hello from the front desk, how can I help you?');
     const carrier = await startCarrier({ host: CARRIER_HOST, port: await freePort(CARRIER_HOST), customer: '127.0.0.1', target: `${STACK_HOST}:${server.sipPort}` });
     const direct = await dial(server, '15550400005', 1);
     expect(direct.established, direct.log).toBe(false);
     expect(direct.log).toMatch(/403 Forbidden/);
 
-    const result = await baresipCall({
-      target: `sip:15550400005@${CARRIER_HOST}:${carrier.port}`,
-      wav: callerScript([{ silence: 6 }]),
-      sipPort: await freePort(),
-      rtpPorts: peerRtpPorts(),
-      timeoutS: 9,
-    });
+    const result = await dial(server, '15550400005', 6, { target: `sip:15550400005@${CARRIER_HOST}:${carrier.port}` });
     expect(result.established, result.log).toBe(true);
     expect(carrier.log()).toMatch(new RegExp(`CARRIER relays INVITE sip:15550400005@${CARRIER_HOST.replace(/\./g, '\\.')}:${carrier.port} from 127\\.0\\.0\\.1`));
     expect(await transcribe(server, result.heard as string)).toMatch(/front desk\W+how can i help you/);

@@ -1,10 +1,10 @@
 // Keypresses over the phone: sipp calls us offering telephone-event (RFC 4733) and plays Debian's recorded "1" key
 // (dtmf_2833_1.pcap); the digit drives a workflow agent's `digits` edge, and the agent's reply for that edge ends the call.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { testDialects, type StoreEnv, type TestServer } from './support/server.js';
-import { killPeers, sippMessages, startSipp, STACK_HOST, writeScenario } from './support/sip-peers.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { testDialects } from './support/server.js';
+import { killPeers, sippByeAnswered, sippCallSetup, sippMessages, sippPlayPcap, sippScenario, sippSdp, startSipp, STACK_HOST, writeScenario } from './support/sip-peers.js';
 import { endedCall } from './support/agent-client.js';
-import { answeredTrunk, peerRtpPorts, sipServer, workflowAgent } from './support/phone-server.js';
+import { peerRtpPorts, sipServerForSuite, trunkAgent } from './support/phone-server.js';
 
 const A = '/atoms/v1';
 const PCAP = '/usr/share/sip-tester/dtmf_2833_1.pcap';
@@ -22,92 +22,24 @@ const MENU = {
   ],
 };
 
-/** A UAC that offers PCMU and telephone-event/8000 on 101, waits `pauseMs`, plays the pcap, then expects our BYE. */
-const SCENARIO = (pauseMs: number) => `<?xml version="1.0" encoding="ISO-8859-1" ?>
-<scenario name="keypad caller">
-  <send retrans="500">
-    <![CDATA[
-      INVITE sip:[service]@[remote_ip]:[remote_port] SIP/2.0
-      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
-      From: <sip:+15557770001@[local_ip]:[local_port]>;tag=[pid]SIPpTag00[call_number]
-      To: <sip:[service]@[remote_ip]:[remote_port]>
-      Call-ID: [call_id]
-      CSeq: 1 INVITE
-      Contact: <sip:sipp@[local_ip]:[local_port]>
-      Max-Forwards: 70
-      Content-Type: application/sdp
-      Content-Length: [len]
-
-      v=0
-      o=sipp 53655765 2353687637 IN IP[local_ip_type] [local_ip]
-      s=-
-      c=IN IP[media_ip_type] [media_ip]
-      t=0 0
-      m=audio [media_port] RTP/AVP 0 101
-      a=rtpmap:0 PCMU/8000
-      a=rtpmap:101 telephone-event/8000
-      a=fmtp:101 0-15
-      a=ptime:20
-    ]]>
-  </send>
-  <recv response="100" optional="true"/>
-  <recv response="180" optional="true"/>
-  <recv response="200" rtd="true" rrs="true"/>
-  <send>
-    <![CDATA[
-      ACK [next_url] SIP/2.0
-      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
-      From: <sip:+15557770001@[local_ip]:[local_port]>;tag=[pid]SIPpTag00[call_number]
-      To: <sip:[service]@[remote_ip]:[remote_port]>[peer_tag_param]
-      Call-ID: [call_id]
-      CSeq: 1 ACK
-      Contact: <sip:sipp@[local_ip]:[local_port]>
-      Max-Forwards: 70
-      Content-Length: 0
-    ]]>
-  </send>
-  <pause milliseconds="${pauseMs}"/>
-  <nop>
-    <action>
-      <exec play_pcap_audio="${PCAP}"/>
-    </action>
-  </nop>
-  <recv request="BYE" timeout="15000"/>
-  <send>
-    <![CDATA[
-      SIP/2.0 200 OK
-      [last_Via:]
-      [last_From:]
-      [last_To:]
-      [last_Call-ID:]
-      [last_CSeq:]
-      Contact: <sip:sipp@[local_ip]:[local_port]>
-      Content-Length: 0
-    ]]>
-  </send>
-</scenario>
-`;
+/** A caller offering PCMU and telephone-event/8000 on 101: 3.5 s after the answer it plays the pcap, then expects our BYE. */
+const SCENARIO = sippScenario('keypad caller', [
+  ...sippCallSetup(sippSdp('PCMU', true), '+15557770001'),
+  '<pause milliseconds="3500" />',
+  sippPlayPcap(PCAP),
+  ...sippByeAnswered(15_000),
+]);
 
 afterEach(() => killPeers());
 
 describe.each(testDialects())('DTMF over SIP on %s', (dialect) => {
-  let server: TestServer;
-  let store: StoreEnv;
-
-  beforeAll(async () => {
-    ({ server, store } = await sipServer(dialect));
-  }, 120_000);
-
-  afterAll(async () => {
-    await server?.stop();
-    await store?.cleanup();
-  });
+  const suite = sipServerForSuite(dialect);
 
   it("sipp's RFC 4733 key 1 takes the workflow's digits edge: the transcript has (pressed 1) and the sales reply, then we hang up", async () => {
-    const agentId = await workflowAgent(server, MENU);
-    await answeredTrunk(server, agentId, { numbers: ['+15550500001'] });
+    const server = suite.server;
+    const agentId = await trunkAgent(server, { numbers: ['+15550500001'] }, MENU);
     const sipp = await startSipp({
-      scenario: writeScenario('dtmf', SCENARIO(3500)),
+      scenario: writeScenario('dtmf', SCENARIO),
       remote: `${STACK_HOST}:${server.sipPort}`,
       service: '15550500001',
       timeoutS: 25,

@@ -1,13 +1,13 @@
 // Inbound calls refused or canceled, over real SIP peers (a raw caller, baresip): each trunk check's final response (403,
 // 401 then 403 or an answer, 404, 480, 488, 603, 503 with Retry-After) and CANCEL before the answer (487); each refusal
 // beside a call the same trunk answers, with the agent's audio, once the condition is lifted.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { PG_URL, sleep, testDialects, type StoreEnv, type TestServer } from './support/server.js';
 import { baresipCall, callerScript, killBaresips } from './support/baresip.js';
 import { freePort, killPeers, STACK_HOST } from './support/sip-peers.js';
 import { RawCaller, challengeParams, digestAnswer, type Answered } from './support/raw-caller.js';
-import { answeredTrunk, peerRtpPorts, sipServer, workflowAgent } from './support/phone-server.js';
+import { answeredTrunk, peerRtpPorts, sipServerForSuite, workflowAgent } from './support/phone-server.js';
 
 const A = '/atoms/v1';
 
@@ -49,18 +49,14 @@ afterEach(() => {
 });
 
 describe.each(testDialects())('inbound call refusals on %s', (dialect) => {
+  const suite = sipServerForSuite(dialect);
   let server: TestServer;
   let store: StoreEnv;
   let agentId: string;
 
   beforeAll(async () => {
-    ({ server, store } = await sipServer(dialect));
+    ({ server, store } = suite);
     agentId = await workflowAgent(server, 'Hello, this is the front desk.');
-  }, 120_000);
-
-  afterAll(async () => {
-    await server?.stop();
-    await store?.cleanup();
   });
 
   it('refuses a source address outside allowedAddresses with 403, and answers it once the trunk lists it', async () => {
@@ -224,16 +220,11 @@ async function unansweredRecord(server: TestServer, status: string, number: stri
 }
 
 describe.each(testDialects())('inbound calls over capacity on %s', (dialect) => {
+  const suite = sipServerForSuite(dialect, { PARLEY_MAX_SPEECH_SESSIONS: '1' });
   let server: TestServer;
-  let store: StoreEnv;
 
-  beforeAll(async () => {
-    ({ server, store } = await sipServer(dialect, { PARLEY_MAX_SPEECH_SESSIONS: '1' }));
-  }, 120_000);
-
-  afterAll(async () => {
-    await server?.stop();
-    await store?.cleanup();
+  beforeAll(() => {
+    server = suite.server;
   });
 
   it('refuses a second call with 503 and Retry-After while one is up; the first keeps its audio, and the place frees up', async () => {
@@ -266,7 +257,7 @@ describe.each(testDialects())('inbound calls over capacity on %s', (dialect) => 
     const agentId = await workflowAgent(server, 'Hello, you are through.');
     await answeredTrunk(server, agentId, { numbers: ['+15550300002'], ringingTimeoutSecs: 20 });
     const caller = await rawCaller(server);
-    const release = await stallAgentConfig(store);
+    const release = await stallAgentConfig(suite.store);
     try {
       const first = caller.send({ to: '+15550300002' });
       await caller.peer.waitFor((m) => m.status === 180 && m.headers['call-id'] === first.callId, 5000, first.since);

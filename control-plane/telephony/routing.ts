@@ -37,8 +37,9 @@ export type InboundRoute =
   | {
       kind: 'none';
       /**
-       * No username was given and an extension-only trunk has digest credentials: the caller may be that trunk's
-       * carrier, so the SIP leg may challenge (401) and resolve again with the username it presents.
+       * No username was given and an extension-only trunk with digest credentials could take this caller (its
+       * `allowedAddresses` is empty or admits the source): the caller may be that trunk's carrier, so the SIP leg may
+       * challenge (401) and resolve again with the username it presents. Otherwise the answer is 404.
        */
       tryCredentials: boolean;
     };
@@ -114,7 +115,8 @@ async function answerOf(db: Db, sourceIds: string[]): Promise<{ agentId: string 
  * Routes an inbound call: the called number against the platform numbers organizations hold, then against inbound
  * trunks' numbers (a number answered on its own wins over its trunk's answer); otherwise an extension-only trunk
  * (no numbers) whose `allowedAddresses` list the peer (preferring one whose `authUsername` matches), or whose
- * `authUsername` is the one presented. The trunk checks themselves are the SIP leg's.
+ * `authUsername` is the one presented. With no route, a challenge is offered only when a credentialed extension-only
+ * trunk would accept the peer's address. The trunk checks themselves are the SIP leg's.
  */
 export async function resolveInbound(db: Db, call: InboundCall): Promise<InboundRoute> {
   const platform = await db.selectFrom('platform_numbers').select(['id', 'org_id']).where('phone_number', '=', call.calledNumber).where('org_id', 'is not', null).executeTakeFirst();
@@ -136,13 +138,13 @@ export async function resolveInbound(db: Db, call: InboundCall): Promise<Inbound
     .orderBy('sip_trunks.created_at')
     .orderBy('sip_trunks.id')
     .execute();
-  const byAddress = extensionOnly.filter((t) => {
-    const list = JSON.parse(t.allowed_addresses) as string[];
-    return list.length > 0 && addressAllowed(list, call.sourceAddress);
-  });
+  const addresses = (t: TrunkRow) => JSON.parse(t.allowed_addresses) as string[];
+  const byAddress = extensionOnly.filter((t) => addresses(t).length > 0 && addressAllowed(addresses(t), call.sourceAddress));
   const named = (t: TrunkRow) => call.authUsername !== undefined && t.auth_username === call.authUsername;
   // A trunk found by its username alone may still refuse the peer's address: that 403 is the SIP leg's check.
   const match = byAddress.find(named) ?? byAddress[0] ?? extensionOnly.find(named);
   if (match) return { kind: 'found', orgId: match.org_id, trunk: inboundTrunk(match), ...(await answerOf(db, [match.id])) };
-  return { kind: 'none', tryCredentials: call.authUsername === undefined && extensionOnly.some((t) => t.auth_username !== null) };
+  // A challenge only where a credentialed trunk would accept this source: anyone else gets 404, not a 401 to probe.
+  const couldTake = (t: TrunkRow) => t.auth_username !== null && (addresses(t).length === 0 || addressAllowed(addresses(t), call.sourceAddress));
+  return { kind: 'none', tryCredentials: call.authUsername === undefined && extensionOnly.some(couldTake) };
 }

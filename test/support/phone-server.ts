@@ -1,9 +1,11 @@
 // Telephony test fixtures over the real server: a server whose SIP leg listens on 127.0.0.2 (peers on 127.0.0.1) with
-// its own RTP block, workflow agents answering inbound trunks, peer RTP blocks, and our recognizer for what a peer heard.
+// its own RTP block (also one per describe block), workflow agents answering inbound trunks, peer RTP blocks, and our
+// recognizer for what a peer heard.
 import { readFileSync } from 'node:fs';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { freshStore, startServer, type Dialect, type StoreEnv, type TestServer } from './server.js';
 import { freePort, STACK_HOST } from './sip-peers.js';
+import type { SuiteServer } from './suite.js';
 
 const A = '/atoms/v1';
 
@@ -17,6 +19,31 @@ export async function sipServer(dialect: Dialect, env: Record<string, string> = 
     env: { PARLEY_SIP_HOST: STACK_HOST, PARLEY_SIP_PORT: String(sipPort), PARLEY_RTP_PORTS: `${rtpBase}-${rtpBase + 99}`, PARLEY_WARM_MODELS: 'true', ...env },
   });
   return { server, store };
+}
+
+/** A `sipServer` for the enclosing describe block, stopped and its store dropped afterwards. */
+export function sipServerForSuite(dialect: Dialect, env: Record<string, string> = {}): SuiteServer {
+  let started: { server: TestServer; store: StoreEnv } | undefined;
+  // Warming the speech models on a cold machine takes longer than the default hook timeout.
+  beforeAll(async () => {
+    started = await sipServer(dialect, env);
+  }, 120_000);
+  afterAll(async () => {
+    await started?.server.stop();
+    await started?.store.cleanup();
+  });
+  const get = () => {
+    if (!started) throw new Error('SIP server not started yet');
+    return started;
+  };
+  return {
+    get server() {
+      return get().server;
+    },
+    get store() {
+      return get().store;
+    },
+  };
 }
 
 /** A workflow agent: a graph as given, or one node speaking `text` (an end_call node with `endCall`). */
@@ -36,6 +63,13 @@ export async function answeredTrunk(server: TestServer, agentId: string | null, 
     expect(answers.status, answers.text).toBe(201);
   }
   return trunk.body.data._id as string;
+}
+
+/** A workflow agent (as `workflowAgent` makes it) answering a new inbound trunk with `trunk`'s fields; returns its id. */
+export async function trunkAgent(server: TestServer, trunk: Record<string, unknown>, graph: string | Record<string, unknown>, endCall = false): Promise<string> {
+  const agentId = await workflowAgent(server, graph, endCall);
+  await answeredTrunk(server, agentId, trunk);
+  return agentId;
 }
 
 /** A random 100-port block of 20000-29999 for a peer's RTP. */

@@ -1,5 +1,6 @@
-// Real SIP peers for tests: free ports, sipp runs (built-in or scenario files written by the test, always under
-// `timeout`, killed when the test ends), and raw UDP/TCP SIP clients for hand-built and malformed messages.
+// Real SIP peers for tests: free ports, sipp runs (built-in scenarios or files the test writes, from the scenario
+// pieces here; always under `timeout`, killed when the test ends), and raw UDP/TCP SIP clients for hand-built and
+// malformed messages.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -147,6 +148,90 @@ export function writeScenario(name: string, xml: string): string {
   writeFileSync(file, xml);
   return file;
 }
+
+// Pieces of sipp scenarios, in sipp's own keywords ([last_Via:], [media_port], ...), so that each scenario a test writes
+// spells out only the steps that make it different.
+
+/** A scenario file's text: the XML head around `steps`. */
+export function sippScenario(name: string, steps: string[]): string {
+  return [`<?xml version="1.0" encoding="ISO-8859-1" ?>`, `<scenario name="${name}">`, ...steps, '</scenario>', ''].join('\n');
+}
+
+/** sipp's SDP for one PCMU or PCMA stream on its media port, with telephone-event/8000 on 101 when `dtmf`. */
+export function sippSdp(codec: 'PCMU' | 'PCMA', dtmf = false): string {
+  const pt = codec === 'PCMU' ? 0 : 8;
+  return [
+    'v=0',
+    'o=user1 53655765 2353687637 IN IP[local_ip_type] [local_ip]',
+    's=-',
+    'c=IN IP[media_ip_type] [media_ip]',
+    't=0 0',
+    `m=audio [media_port] RTP/AVP ${pt}${dtmf ? ' 101' : ''}`,
+    `a=rtpmap:${pt} ${codec}/8000`,
+    ...(dtmf ? ['a=rtpmap:101 telephone-event/8000', 'a=fmtp:101 0-15'] : []),
+  ].join('\n');
+}
+
+/** A send step with `message` as it goes on the wire (sipp fills in [len] and the line ends). */
+const sippSend = (message: string, attrs = '') => `<send${attrs}><![CDATA[\n${message}\n\n]]></send>`;
+
+/**
+ * sipp's response to the request it last received. `toTag` tags the To (sipp's tag for a new dialog, per call);
+ * `cseq` stands in for the last request's CSeq (a 487 sent after the CANCEL answers the INVITE); with `sdp`, the
+ * response carries it and sipp's Contact.
+ */
+export function sippResponse(status: string, o: { toTag?: string; cseq?: string; sdp?: string; headers?: string[] } = {}): string {
+  return sippSend(
+    [
+      `SIP/2.0 ${status}`,
+      '[last_Via:]',
+      '[last_From:]',
+      `[last_To:]${o.toTag ? `;tag=[pid]SIPpTag${o.toTag}[call_number]` : ''}`,
+      '[last_Call-ID:]',
+      o.cseq ? `CSeq: ${o.cseq}` : '[last_CSeq:]',
+      ...(o.sdp ? ['Contact: <sip:[local_ip]:[local_port];transport=[transport]>', 'Content-Type: application/sdp'] : []),
+      ...(o.headers ?? []),
+      `Content-Length: ${o.sdp ? '[len]' : '0'}`,
+      ...(o.sdp ? ['', o.sdp] : []),
+    ].join('\n'),
+  );
+}
+
+/**
+ * A UAC's call set-up: INVITE sip:[service]@remote from `caller` offering `sdp` (retransmitted until answered), the
+ * responses up to the 200 (its Record-Route kept), and the ACK to the 200's Contact.
+ */
+export function sippCallSetup(sdp: string, caller = 'sipp'): string[] {
+  const from = `From: sipp <sip:${caller}@[local_ip]:[local_port]>;tag=[pid]SIPpTag00[call_number]`;
+  const via = 'Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]';
+  const contact = 'Contact: <sip:sipp@[local_ip]:[local_port];transport=[transport]>';
+  return [
+    sippSend(
+      [
+        'INVITE sip:[service]@[remote_ip]:[remote_port] SIP/2.0', via, from, 'To: <sip:[service]@[remote_ip]:[remote_port]>', 'Call-ID: [call_id]',
+        'CSeq: 1 INVITE', contact, 'Max-Forwards: 70', 'Content-Type: application/sdp', 'Content-Length: [len]', '', sdp,
+      ].join('\n'),
+      ' retrans="500"',
+    ),
+    '<recv response="100" optional="true" />',
+    '<recv response="180" optional="true" />',
+    '<recv response="200" rrs="true" />',
+    sippSend(
+      [
+        'ACK [next_url] SIP/2.0', via, from, 'To: <sip:[service]@[remote_ip]:[remote_port]>[peer_tag_param]', 'Call-ID: [call_id]', 'CSeq: 1 ACK',
+        contact, 'Max-Forwards: 70', 'Content-Length: 0',
+      ].join('\n'),
+    ),
+  ];
+}
+
+/** Waits for the other side's BYE (at most `timeoutMs` when given) and answers it 200. */
+export function sippByeAnswered(timeoutMs?: number): string[] {
+  return [`<recv request="BYE"${timeoutMs ? ` timeout="${timeoutMs}"` : ''} />`, sippResponse('200 OK')];
+}
+
+/** Plays an RTP capture (a pcap file) from sipp's media port to the other side's. */
+export const sippPlayPcap = (file: string) => `<nop><action><exec play_pcap_audio="${file}" /></action></nop>`;
 
 /** SIP messages in a sipp -trace_msg file, with the direction sipp logged. */
 export function sippMessages(trace: string): (RawSipMessage & { direction: 'sent' | 'received' })[] {
