@@ -34,6 +34,7 @@ import { toolRoutes } from '../transports/routes/tools.js';
 import { conversationRoutes } from '../transports/routes/conversations.js';
 import { promptScoringRoutes } from '../transports/routes/prompt-scoring.js';
 import { AgentMetrics } from '../transports/calls/agent-metrics.js';
+import { TelephonyMetrics } from '../telephony/metrics.js';
 import { CallRuntime } from '../transports/calls/runtime.js';
 import { ObjectStore } from '../control-plane/recordings/object-store.js';
 import { recordingRoutes } from '../transports/routes/recordings.js';
@@ -136,7 +137,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   if (resumed) logger.info({ resumed }, 'resumed deferred security scans');
   // Telephony: the SIP leg (PARLEY_SIP_PORT=off disables it), before the HTTP port opens so `listening` means ready.
   const sip = settings.sip.port === null ? null : await SipStack.start({ host: settings.sip.host, port: settings.sip.port, publicAddress: settings.sip.publicAddress, logger });
-  const inbound = sip ? new InboundCalls(sip, { db: store.db, runtime, limits, secrets: webhookSecrets, carrier: settings.carrier, logger, ports: rtpPorts() }) : null;
+  const inbound = sip ? new InboundCalls(sip, { db: store.db, runtime, limits, secrets: webhookSecrets, carrier: settings.carrier, logger, ports: rtpPorts(), metrics: new TelephonyMetrics(metrics.registry) }) : null;
   if (sip) logger.info({ sipPort: sip.port, host: sip.host, publicAddress: sip.publicAddress }, 'sip listening');
   const port = await server.listen(settings.host, settings.port);
   logger.info({ port, host: settings.host, atoms: settings.atomsPrefix, waves: settings.wavesPrefix }, 'listening');

@@ -17,6 +17,7 @@ import { negotiate } from './media/sdp.js';
 import { RtpSession } from './media/session.js';
 import type { PortAllocator } from './media/ports.js';
 import { PhoneCall } from './phone-call.js';
+import type { TelephonyMetrics } from './metrics.js';
 
 export interface InboundDeps {
   db: Db;
@@ -29,6 +30,7 @@ export interface InboundDeps {
   ports?: PortAllocator;
   /** The digest realm we challenge with. */
   realm?: string;
+  metrics?: TelephonyMetrics;
 }
 
 /** Platform-number calls (no trunk): the carrier's defaults. */
@@ -74,6 +76,7 @@ export class InboundCalls {
   }
 
   private async invite(req: SipRequest, res: SipResponse): Promise<void> {
+    const receivedAt = performance.now();
     const { db, logger } = this.deps;
     const called = calledNumber(req.ruri.user);
     const caller = calledNumber(req.headers.from.user) ?? req.headers.from.user ?? '';
@@ -154,7 +157,10 @@ export class InboundCalls {
         unanswered('no_answer', 'ringing_timeout');
         throw new Refused();
       }
-      const dialog = await this.stack.createUAS(req, res, { localSdp: answer.answerSdp, headers: trunk?.headers }).catch((err: unknown) => {
+      // The 200 goes out inside createUAS; the dialog comes with the ACK.
+      const accepting = this.stack.createUAS(req, res, { localSdp: answer.answerSdp, headers: trunk?.headers });
+      const answeredAt = performance.now();
+      const dialog = await accepting.catch((err: unknown) => {
         // Canceled (or hung up) between the ringing and the ACK.
         if (req.canceled) {
           unanswered('cancelled', 'canceled');
@@ -163,7 +169,9 @@ export class InboundCalls {
         throw err;
       });
       await rtp.start({ ...answer, noiseSuppression: policy.noiseSuppression });
-      const answered = new PhoneCall(dialog, rtp, lease, logger, policy.maxCallDurationSecs);
+      const metrics = this.deps.metrics;
+      metrics?.answered('inbound', (answeredAt - receivedAt) / 1000);
+      const answered = new PhoneCall(dialog, rtp, lease, logger, policy.maxCallDurationSecs, metrics && { sink: metrics, direction: 'inbound' });
       phone = answered;
       rtp = null;
       this.calls.add(answered);

@@ -9,6 +9,7 @@ import { KeypadCollector } from '../engine/agent/keypad.js';
 import type { Dialog } from './sip/dialog.js';
 import type { RtpSession } from './media/session.js';
 import type { Lease } from '../transports/ws/session-limits.js';
+import type { CallDirection, TelephonyMetrics } from './metrics.js';
 
 export class PhoneCall {
   private call: RunningCall | null = null;
@@ -25,6 +26,7 @@ export class PhoneCall {
     private readonly lease: Lease,
     private readonly logger: Logger,
     maxDurationSecs: number,
+    private readonly metrics?: { sink: TelephonyMetrics; direction: CallDirection },
   ) {
     this.done = new Promise((r) => (this.resolveDone = r));
     this.keypad = new KeypadCollector((keys) => this.call?.session.pressKeys(keys));
@@ -55,7 +57,14 @@ export class PhoneCall {
         this.rtp.send(pcm);
         break;
       }
+      case 'agent_start_talking':
+        this.rtp.speaking = true;
+        break;
+      case 'agent_stop_talking':
+        this.rtp.speaking = false;
+        break;
       case 'interruption':
+        this.rtp.speaking = false;
         this.rtp.clear();
         break;
       case 'ended':
@@ -87,6 +96,7 @@ export class PhoneCall {
     if (this.maxDuration) clearTimeout(this.maxDuration);
     this.keypad.close();
     this.rtp.close();
+    this.metrics?.sink.ended(this.metrics.direction, this.rtp.stats());
     this.lease.release();
     if (!this.call) this.resolveDone();
   }

@@ -227,6 +227,38 @@ describe('RtpSession on the wire', () => {
     expect(a.stats().packetsOut).toBe(got.length);
   });
 
+  it('counts silence sent mid-turn for lack of agent audio as an underrun, and not the end of a turn', async () => {
+    const peer = await rawSocket();
+    const got = collect(peer);
+    const a = await connectRaw(peer);
+    await waitFor(() => got.length >= 3);
+    const tone = (ms: number) => Int16Array.from({ length: 8 * ms }, (_, i) => Math.round(8000 * Math.sin(i / 5)));
+    // A turn whose audio runs dry and then goes on: the caller heard a gap of several frames.
+    a.speaking = true;
+    a.send(tone(100));
+    await sleep(260);
+    const packetsBefore = got.length;
+    a.send(tone(100));
+    await sleep(160);
+    const gap = a.stats().underrunFrames;
+    expect(gap).toBeGreaterThanOrEqual(5);
+    expect(gap).toBeLessThanOrEqual(12);
+    // The silent packets the peer received in between are the ones counted.
+    const isSilence = (p: RtpPacket) => p.payload.every((b) => b === 0xff);
+    const between = got.slice(0, packetsBefore).map((g) => g.pkt);
+    const firstTone = between.findIndex((p) => !isSilence(p));
+    const lastTone = between.length - 1 - [...between].reverse().findIndex((p) => !isSilence(p));
+    expect(between.slice(lastTone + 1).filter(isSilence).length).toBeGreaterThanOrEqual(gap - 2);
+    expect(firstTone).toBeGreaterThanOrEqual(0);
+    // The end of a turn (the queue runs dry, then the agent stops speaking) and silence between turns are not.
+    await sleep(200);
+    a.speaking = false;
+    await sleep(200);
+    a.send(tone(40));
+    await sleep(100);
+    expect(a.stats().underrunFrames).toBe(gap);
+  });
+
   it('latches to where the peer\'s RTP comes from, ignores other sources while it is live, and moves when it goes quiet', async () => {
     const sdpSocket = await rawSocket();
     const real = await rawSocket();

@@ -87,5 +87,10 @@ describe.each(testDialects())('an inbound phone call on %s', (dialect) => {
     expect(user.join(' ')).toMatch(/book an appointment/);
     expect(call.variables).toMatchObject({ agent_number: NUMBER, conversation_type: 'telephonyInbound' });
     expect(call.recordingUrl).toBeTruthy();
+    // The phone leg's metrics: the call was answered (INVITE to 200 timed) and is no longer up.
+    const metrics = (await server.request('GET', '/metrics', { key: null })).text;
+    expect(metrics).toMatch(/^parley_sip_answer_seconds_count\{direction="inbound"\} 1$/m);
+    expect(metrics).toMatch(/^parley_phone_calls\{direction="inbound"\} 0$/m);
+    expect(metrics).toMatch(/^parley_rtp_output_underrun_seconds_total\{direction="inbound"\} \d/m);
   }, 90_000);
 });

@@ -64,6 +64,12 @@ export interface RtpSessionStats extends JitterStats {
   dtmfIn: number;
   dtmfOut: number;
   sendErrors: number;
+  /**
+   * Silence frames sent while the agent was speaking because its audio was not there in time, counted once the audio
+   * resumed in the same turn: a gap the caller hears (output behind real time). The queue running dry at the end of
+   * a turn is not one.
+   */
+  underrunFrames: number;
   /** Send-clock ticks skipped after stalls. */
   skippedTicks: number;
   latched: boolean;
@@ -101,8 +107,11 @@ export class RtpSession {
   private dtmfGap = 0;
 
   private readonly counters = {
-    packetsIn: 0, packetsOut: 0, bytesIn: 0, bytesOut: 0, malformed: 0, srtpFailures: 0, ignored: 0, rtcpIn: 0, dtmfIn: 0, dtmfOut: 0, sendErrors: 0,
+    packetsIn: 0, packetsOut: 0, bytesIn: 0, bytesOut: 0, malformed: 0, srtpFailures: 0, ignored: 0, rtcpIn: 0, dtmfIn: 0, dtmfOut: 0, sendErrors: 0, underrunFrames: 0,
   };
+  private speakingNow = false;
+  /** Silence frames sent since the agent's queued audio ran dry while speaking. */
+  private dryFrames = 0;
   private lastPacketAt: number | null = null;
 
   private constructor(
@@ -157,7 +166,18 @@ export class RtpSession {
 
   /** Queues 8 kHz agent audio of any length; it leaves in 20 ms packets, one per tick. */
   send(pcm: Int16Array): void {
-    if (!this.closed) this.out.push(pcm);
+    if (this.closed) return;
+    this.out.push(pcm);
+    if (this.dryFrames > 0 && pcm.length > 0) {
+      this.counters.underrunFrames += this.dryFrames;
+      this.dryFrames = 0;
+    }
+  }
+
+  /** Whether the agent is speaking now (its turn's audio is still coming): silence sent then is an underrun. */
+  set speaking(on: boolean) {
+    this.speakingNow = on;
+    this.dryFrames = 0;
   }
 
   /** Drops queued agent audio (barge-in). */
@@ -328,6 +348,7 @@ export class RtpSession {
     if (this.dtmfGap > 0) this.dtmfGap--;
     const frame = betweenDigits ? null : this.out.take();
     let payload = this.silence;
+    if (!frame && this.speakingNow && !betweenDigits) this.dryFrames++;
     if (frame) {
       const encode = p.codec === 'PCMU' ? linearToMuLaw : linearToALaw;
       payload = Buffer.allocUnsafe(FRAME_SAMPLES);

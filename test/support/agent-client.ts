@@ -24,6 +24,11 @@ export async function speech(server: TestServer, text: string, rate = 16000, voi
 export class AgentCaller {
   readonly frames: Frame[] = [];
   readonly ws: WebSocket;
+  /**
+   * When the last queued speech ends at real-time pace: the send time of its final chunk plus the speech in that chunk
+   * (chunks leave at the start of their slot). 0 before any speech.
+   */
+  lastSpeechEndAt = 0;
   closeCode: number | null = null;
   closeReason = '';
   private queue: Buffer[] = [];
@@ -178,6 +183,7 @@ export class AgentCaller {
     if (!head) return Buffer.alloc(this.chunkBytes);
     if (head.length <= this.chunkBytes) {
       this.queue.shift();
+      if (!this.queue.length) this.lastSpeechEndAt = performance.now() + (head.length / 2 / this.rate) * 1000;
       return head.length === this.chunkBytes ? head : Buffer.concat([head, Buffer.alloc(this.chunkBytes - head.length)]);
     }
     this.queue[0] = head.subarray(this.chunkBytes);

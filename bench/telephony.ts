@@ -1,0 +1,609 @@
+// Benchmark: phone calls over SIP/RTP against one real server (npm run bench:telephony), beside the same agent over the
+// agent WebSocket in the same run. One server (SQLite in a temp dir, models warmed, SIP on 127.0.0.2, peers on
+// 127.0.0.1) and one workflow_graph agent answering an inbound trunk's number: it greets, then answers every user
+// turn with one spoken sentence (an `any` edge back to itself), as bench/agent-sessions.ts.
+//  1. Call set-up: sipp (a real SIP user agent, its built-in `uac` scenario) places BENCH_SETUP_CALLS calls at
+//     BENCH_SETUP_RATE per second to the number; each call is answered, held BENCH_SETUP_HOLD_MS and hung up. Set-up =
+//     INVITE sent -> 200 OK received, from the timestamps of sipp's own message trace (microseconds).
+//  2. Voice to voice, per level of concurrent calls (BENCH_LEVELS): first N phone callers, then N web callers.
+//     A phone caller is this process speaking SIP over UDP (INVITE with a PCMU offer, ACK, BYE) and RTP: it sends a
+//     20 ms PCMU packet every 20 ms on a drift-corrected clock (silence, or a sentence synthesised once up front at
+//     8 kHz through POST /waves/v1/tts and trimmed at -45 dBFS), waits for the agent's greeting, then BENCH_TURNS times
+//     says a sentence and waits for the answer to end (700 ms of the server's G.711 silence after agent audio).
+//     A web caller does the same over WSS /atoms/v1/agent/connect at 16 kHz (test/support/agent-client.ts).
+//     Voice to voice = the caller's speech ends (final packet/chunk sent + the speech in it) -> the first agent audio
+//     (an RTP packet that is not G.711 silence; an output_audio.delta). The engine's e2e per turn comes from the call
+//     records (turnMetrics) for both.
+//     RTP send timing: |interval between consecutive packets from the server - 20 ms| at the caller's socket (so it
+//     includes this process's own scheduling on the shared machine), p99 and max over every call of the level.
+//     A level is held when every phone call completed its turns and the server sent no mid-turn silence for lack of
+//     agent audio (parley_rtp_output_underrun_seconds_total) and skipped no send-clock tick
+//     (parley_rtp_clock_skipped_ticks_total): output never behind real time. Levels rise until one is not held.
+// Env: BENCH_SETUP_CALLS (60), BENCH_SETUP_RATE (4), BENCH_SETUP_HOLD_MS (500), BENCH_LEVELS (1,4,8,12,16),
+// BENCH_TURNS (4), BENCH_PAUSE_MS (1000), BENCH_STAGGER_MS (2000).
+import dgram from 'node:dgram';
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { decodeLinear16 } from '../engine/audio/codecs.js';
+import { linearToMuLaw } from '../engine/audio/g711.js';
+import type { TurnMetrics } from '../engine/agent/session.js';
+import { AgentCaller, connectUrl, endedCall, speech, type Frame } from '../test/support/agent-client.js';
+import { freshStore, startServer, type StoreEnv, type TestServer } from '../test/support/server.js';
+import { PEER_HOST, STACK_HOST, killPeers, startSipp } from '../test/support/sip-peers.js';
+import { sipCall, type SipCall } from '../test/support/rtp-sip-peer.js';
+import { intEnv, stopAndCollectProblems, UNCAPPED_SESSIONS } from './lib/harness.js';
+import { printTable, procCpuSeconds, quantile, resultPath } from './lib/report.js';
+
+const A = '/atoms/v1';
+const NUMBER = '+15550100';
+const GOAL_SETUP_P50_MS = 50;
+const GOAL_V2V_DELTA_MS = 50;
+const GOAL_DEVIATION_P99_MS = 5;
+const SILENCE = linearToMuLaw(0);
+const FRAME_MS = 20;
+const TURN_END_SILENCE_MS = 700;
+const SERVER_ENV = {
+  ...UNCAPPED_SESSIONS,
+  PARLEY_WARM_MODELS: 'true',
+  PARLEY_RATE_LIMIT_PER_MINUTE: '1000000',
+  PARLEY_INFERENCE_QUEUE: '64',
+  PARLEY_SIP_HOST: STACK_HOST,
+  PARLEY_RTP_PORTS: '10000-19999',
+};
+
+const SETUP_CALLS = intEnv('BENCH_SETUP_CALLS', 60, 1);
+const SETUP_RATE = intEnv('BENCH_SETUP_RATE', 4, 1);
+const SETUP_HOLD_MS = intEnv('BENCH_SETUP_HOLD_MS', 500, 0);
+const LEVELS = (process.env.BENCH_LEVELS ?? '1,4,8,12,16').split(',').map(Number).filter((n) => Number.isInteger(n) && n > 0);
+const TURNS = intEnv('BENCH_TURNS', 4, 1);
+const PAUSE_MS = intEnv('BENCH_PAUSE_MS', 1000, 0);
+const STAGGER_MS = intEnv('BENCH_STAGGER_MS', 2000, 0);
+
+const CALLER_SENTENCES = [
+  'I would like to check the status of my order.',
+  'Can you tell me your opening hours?',
+  'I need to change my delivery address.',
+  'Could you send me a receipt by email?',
+  'My card was charged twice last week.',
+  'Thank you, that sounds good to me.',
+];
+const OPENING = 'Hello, thanks for calling. How can I help you today?';
+const ANSWER = 'Thanks, I have made a note of that and will take care of it right away.';
+const GRAPH = { startNodeId: 'answer', nodes: [{ id: 'answer', type: 'say', text: ANSWER }], edges: [{ from: 'answer', to: 'answer', condition: { type: 'any' } }] };
+
+const started = performance.now();
+const log = (msg: string) => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(0).padStart(4)} s] ${msg}\n`);
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const r1 = (x: number) => Math.round(x * 10) / 10;
+const fmt = (x: number | null | undefined, digits = 0) => (typeof x === 'number' && Number.isFinite(x) ? x.toFixed(digits) : 'n/a');
+const nums = (xs: readonly (number | null | undefined)[]) => xs.filter((x): x is number => typeof x === 'number' && Number.isFinite(x));
+const q = (xs: readonly (number | null | undefined)[], p: number) => r1(quantile(nums(xs), p));
+
+/** End of the last 20 ms frame above -45 dBFS, in samples of 16-bit PCM at `rate`. */
+function speechEndSamples(pcm: Buffer, rate: number): number {
+  const s = decodeLinear16(pcm);
+  const frame = (rate * FRAME_MS) / 1000;
+  let last = 0;
+  for (let f = 0; f + frame <= s.length; f += frame) {
+    let e = 0;
+    for (let i = f; i < f + frame; i++) e += (s[i] as number) ** 2;
+    if (10 * Math.log10(e / frame + 1e-12) > -45) last = f + frame;
+  }
+  return last || s.length;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// 1. Set-up time from sipp's trace
+// ---------------------------------------------------------------------------------------------------------
+
+/** INVITE sent -> first 200 to it received, per call, in ms, from a sipp -trace_msg file. */
+function setupTimes(trace: string): { ms: number[]; statuses: Record<string, number> } {
+  const invites = new Map<string, number>();
+  const answered = new Map<string, number>();
+  const statuses: Record<string, number> = {};
+  const finals = new Set<string>();
+  const blocks = trace.split(/^-{10,} (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+)\s*$/m);
+  for (let i = 1; i + 1 < blocks.length; i += 2) {
+    const at = Date.parse(`${(blocks[i] as string).slice(0, 23).replace(' ', 'T')}Z`) + Number(`0.${(blocks[i] as string).slice(23)}`);
+    const body = (blocks[i + 1] as string).replace(/\r/g, '');
+    const sent = /message sent/.test(body);
+    const start = body.split('\n').find((l) => /^(INVITE |SIP\/2\.0 )/.test(l)) ?? '';
+    const callId = /^Call-ID:\s*(.+)$/im.exec(body)?.[1]?.trim() ?? '';
+    const cseq = /^CSeq:\s*(.+)$/im.exec(body)?.[1]?.trim() ?? '';
+    if (sent && start.startsWith('INVITE ') && !invites.has(callId)) invites.set(callId, at);
+    const status = /^SIP\/2\.0 (\d{3})/.exec(start)?.[1];
+    if (!sent && status && cseq.endsWith('INVITE') && Number(status) >= 200 && !finals.has(callId)) {
+      finals.add(callId);
+      statuses[status] = (statuses[status] ?? 0) + 1;
+      if (status === '200') answered.set(callId, at);
+    }
+  }
+  const ms = [...answered].map(([id, at]) => at - (invites.get(id) ?? NaN)).filter(Number.isFinite);
+  return { ms: ms.map(r1), statuses };
+}
+
+async function setupPhase(server: TestServer): Promise<{ calls: number; p50: number; p95: number; max: number; statuses: Record<string, number>; sippExit: number | null }> {
+  const timeoutS = Math.ceil(SETUP_CALLS / SETUP_RATE + SETUP_HOLD_MS / 1000) + 30;
+  const run = await startSipp({
+    scenario: 'uac',
+    remote: `${STACK_HOST}:${server.sipPort}`,
+    service: NUMBER.slice(1),
+    calls: SETUP_CALLS,
+    pauseMs: SETUP_HOLD_MS,
+    timeoutS,
+    extra: ['-r', String(SETUP_RATE), '-rp', '1000', '-l', String(SETUP_CALLS)],
+  });
+  const result = await run.done;
+  const { ms, statuses } = setupTimes(result.messages);
+  return { calls: ms.length, p50: q(ms, 0.5), p95: q(ms, 0.95), max: ms.length ? Math.max(...ms) : NaN, statuses, sippExit: result.code };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// 2. Phone callers: SIP over UDP and RTP (PCMU) from this process
+// ---------------------------------------------------------------------------------------------------------
+
+/** One clock for every phone caller: each gets a tick per 20 ms, caught up after timer drift. */
+class MediaClock {
+  private readonly members = new Set<{ tick: () => void; start: number; sent: number }>();
+  private timer: NodeJS.Timeout | null = null;
+
+  add(tick: () => void): () => void {
+    const m = { tick, start: performance.now(), sent: 0 };
+    this.members.add(m);
+    if (!this.timer) this.loop();
+    return () => {
+      this.members.delete(m);
+      if (!this.members.size && this.timer) {
+        clearTimeout(this.timer);
+        this.timer = null;
+      }
+    };
+  }
+
+  private loop(): void {
+    const now = performance.now();
+    for (const m of this.members) {
+      const due = Math.floor((now - m.start) / FRAME_MS) + 1;
+      for (; m.sent < due; m.sent++) m.tick();
+    }
+    this.timer = setTimeout(() => this.loop(), 5);
+  }
+}
+const clock = new MediaClock();
+
+interface CallResult {
+  setupMs: number | null;
+  v2vMs: number[];
+  turnsDone: number;
+  /** |inter-arrival - 20 ms| of the server's packets. */
+  deviations: number[];
+  callId: string | null;
+  metrics: TurnMetrics[];
+  error?: string;
+}
+
+class PhoneCaller {
+  private readonly rtp = dgram.createSocket('udp4');
+  private call: SipCall | null = null;
+  private seq = Math.floor(Math.random() * 0xffff);
+  private timestamp = Math.floor(Math.random() * 0xffffffff);
+  private readonly ssrc = randomBytes(4).readUInt32BE(0);
+  private speechQueue: Buffer | null = null;
+  private speechEndAt = 0;
+  private lastArrival = 0;
+  private lastVoiceAt = 0;
+  private voiceWaiter: { after: number; resolve: (at: number) => void } | null = null;
+  private stopClock: (() => void) | null = null;
+  private remote: { address: string; port: number } | null = null;
+  readonly result: CallResult = { setupMs: null, v2vMs: [], turnsDone: 0, deviations: [], callId: null, metrics: [] };
+
+  async dial(sipPort: number): Promise<void> {
+    await new Promise<void>((r) => this.rtp.bind(0, PEER_HOST, () => r()));
+    this.rtp.on('message', (msg) => this.receive(msg));
+    const sdp = [
+      'v=0', `o=- 1 1 IN IP4 ${PEER_HOST}`, 's=-', `c=IN IP4 ${PEER_HOST}`, 't=0 0', `m=audio ${this.rtp.address().port} RTP/AVP 0 101`,
+      'a=rtpmap:0 PCMU/8000', 'a=rtpmap:101 telephone-event/8000', 'a=fmtp:101 0-15', 'a=ptime:20', 'a=sendrecv', '',
+    ].join('\r\n');
+    const t0 = performance.now();
+    this.call = await sipCall({ host: STACK_HOST, port: sipPort, localAddress: PEER_HOST, sdp, user: NUMBER.slice(1), timeoutMs: 30_000 });
+    this.result.setupMs = r1(performance.now() - t0);
+    if (this.call.status !== 200) throw new Error(`INVITE answered ${this.call.status}`);
+    const c = /^c=IN IP4 (\S+)/m.exec(this.call.answerSdp)?.[1];
+    const m = /^m=audio (\d+)/m.exec(this.call.answerSdp)?.[1];
+    if (!c || !m) throw new Error('no audio in the answer');
+    this.remote = { address: c, port: Number(m) };
+    this.stopClock = clock.add(() => this.sendFrame());
+  }
+
+  /** Speaks `ulaw` (8 kHz mu-law bytes); resolves when its speech has ended at real-time pace. */
+  async say(ulaw: Buffer): Promise<number> {
+    this.speechQueue = ulaw;
+    while (this.speechQueue) await sleep(5);
+    const wait = this.speechEndAt - performance.now();
+    if (wait > 0) await sleep(wait);
+    return this.speechEndAt;
+  }
+
+  /** The arrival time of the first agent audio packet after `after`. */
+  firstVoiceAfter(after: number, timeoutMs = 60_000): Promise<number> {
+    if (this.lastVoiceAt > after) return Promise.resolve(this.lastVoiceAt);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('no agent audio')), timeoutMs);
+      this.voiceWaiter = { after, resolve: (at) => (clearTimeout(timer), resolve(at)) };
+    });
+  }
+
+  /** Resolves once the agent has been silent TURN_END_SILENCE_MS after speaking. */
+  async turnEnd(timeoutMs = 60_000): Promise<void> {
+    const deadline = performance.now() + timeoutMs;
+    while (performance.now() - this.lastVoiceAt < TURN_END_SILENCE_MS) {
+      if (performance.now() > deadline) throw new Error('the agent did not finish its turn');
+      await sleep(50);
+    }
+  }
+
+  async hangUp(): Promise<void> {
+    this.stopClock?.();
+    if (this.call) await this.call.bye().catch(() => 408);
+    this.call?.close();
+    this.rtp.close();
+  }
+
+  private sendFrame(): void {
+    if (!this.remote) return;
+    let payload: Buffer;
+    const q = this.speechQueue;
+    if (q) {
+      payload = Buffer.alloc(160, SILENCE);
+      q.copy(payload, 0, 0, Math.min(160, q.length));
+      if (q.length <= 160) {
+        this.speechQueue = null;
+        this.speechEndAt = performance.now() + (q.length / 8000) * 1000;
+      } else this.speechQueue = q.subarray(160);
+    } else payload = Buffer.alloc(160, SILENCE);
+    const header = Buffer.alloc(12);
+    header[0] = 0x80;
+    header[1] = 0;
+    header.writeUInt16BE(this.seq, 2);
+    header.writeUInt32BE(this.timestamp >>> 0, 4);
+    header.writeUInt32BE(this.ssrc, 8);
+    this.seq = (this.seq + 1) & 0xffff;
+    this.timestamp = (this.timestamp + 160) >>> 0;
+    this.rtp.send(Buffer.concat([header, payload]), this.remote.port, this.remote.address);
+  }
+
+  private receive(msg: Buffer): void {
+    if (msg.length < 12 || (msg[1]! & 0x7f) !== 0) return;
+    const at = performance.now();
+    if (this.lastArrival) this.result.deviations.push(Math.abs(at - this.lastArrival - FRAME_MS));
+    this.lastArrival = at;
+    const start = 12 + (msg[0]! & 0x0f) * 4 + (msg[0]! & 0x10 ? 4 + msg.readUInt16BE(12 + (msg[0]! & 0x0f) * 4 + 2) * 4 : 0);
+    let voiced = false;
+    for (let i = start; i < msg.length && !voiced; i++) voiced = msg[i] !== SILENCE;
+    if (!voiced) return;
+    this.lastVoiceAt = at;
+    const w = this.voiceWaiter;
+    if (w && at > w.after) {
+      this.voiceWaiter = null;
+      w.resolve(at);
+    }
+  }
+}
+
+async function phoneCall(server: TestServer, sentences: Buffer[], index: number, delayMs: number, turns = TURNS): Promise<CallResult> {
+  await sleep(delayMs);
+  const caller = new PhoneCaller();
+  try {
+    await caller.dial(server.sipPort);
+    await caller.firstVoiceAfter(0);
+    await caller.turnEnd();
+    for (let k = 0; k < turns; k++) {
+      const endedAt = await caller.say(sentences[(index + k) % sentences.length] as Buffer);
+      const heardAt = await caller.firstVoiceAfter(endedAt);
+      caller.result.v2vMs.push(r1(heardAt - endedAt));
+      await caller.turnEnd();
+      caller.result.turnsDone++;
+      if (k < turns - 1) await sleep(PAUSE_MS);
+    }
+  } catch (err) {
+    caller.result.error = err instanceof Error ? err.message : String(err);
+  } finally {
+    await caller.hangUp();
+  }
+  return caller.result;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Web callers: the agent WebSocket at 16 kHz
+// ---------------------------------------------------------------------------------------------------------
+
+const isAssistantFinal = (f: Frame) => f.type === 'transcript' && f.role === 'assistant';
+
+async function webCall(server: TestServer, agentId: string, sentences: Buffer[], index: number, delayMs: number, turns = TURNS): Promise<CallResult> {
+  await sleep(delayMs);
+  const out: CallResult = { setupMs: null, v2vMs: [], turnsDone: 0, deviations: [], callId: null, metrics: [] };
+  const t0 = performance.now();
+  const c = new AgentCaller(connectUrl(server, { token: server.key, agent_id: agentId, sample_rate: '16000' }), 16000);
+  c.ws.on('error', () => undefined);
+  try {
+    await c.opened;
+    const created = await c.nextFrame((f) => f.type === 'session.created', 0, 15_000, 'session.created');
+    out.setupMs = r1(created.at - t0);
+    out.callId = created.call_id as string;
+    c.startMic();
+    await c.nextFrame(isAssistantFinal, 0, 60_000, 'opening');
+    for (let k = 0; k < turns; k++) {
+      const mark = c.frames.length;
+      await c.say(sentences[(index + k) % sentences.length] as Buffer);
+      const endedAt = c.lastSpeechEndAt;
+      const audio = await c.nextFrame((f) => f.type === 'output_audio.delta', mark, 60_000, `reply ${k + 1}`);
+      out.v2vMs.push(r1(audio.at - endedAt));
+      await c.nextFrame(isAssistantFinal, mark, 60_000, `reply ${k + 1} end`);
+      out.turnsDone++;
+      if (k < turns - 1) await sleep(PAUSE_MS);
+    }
+  } catch (err) {
+    out.error = err instanceof Error ? err.message : String(err);
+  } finally {
+    if (c.closeCode === null) {
+      try {
+        c.send({ type: 'session.close' });
+      } catch {
+        /* closing already */
+      }
+      await Promise.race([c.closed, sleep(10_000)]);
+    }
+    c.close();
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Levels
+// ---------------------------------------------------------------------------------------------------------
+
+/** The server's counters of the phone leg (summed over directions), from GET /metrics. */
+async function mediaCounters(server: TestServer): Promise<{ underrunS: number; skippedTicks: number }> {
+  const text = (await server.request('GET', '/metrics', { key: null })).text;
+  const sum = (name: string) => [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))].reduce((a, m) => a + Number(m[1]), 0);
+  return { underrunS: sum('parley_rtp_output_underrun_seconds_total'), skippedTicks: sum('parley_rtp_clock_skipped_ticks_total') };
+}
+
+/** Turn metrics of the phone calls recorded since `seen` (call ids already read are skipped). */
+async function phoneRecords(server: TestServer, seen: Set<string>): Promise<TurnMetrics[]> {
+  const list = await server.request('GET', `${A}/conversation?callTypes=telephony_inbound&limit=100`);
+  const ids = ((list.body?.data?.logs ?? []) as { callId: string }[]).map((l) => l.callId).filter((id) => !seen.has(id));
+  const out: TurnMetrics[] = [];
+  for (const id of ids) {
+    seen.add(id);
+    const call = await endedCall(server, id);
+    out.push(...((call.turnMetrics ?? []) as TurnMetrics[]));
+  }
+  return out;
+}
+
+interface Side {
+  calls: number;
+  failed: number;
+  turns: number;
+  setupP50Ms: number;
+  v2vP50Ms: number;
+  v2vP95Ms: number;
+  e2eP50Ms: number;
+  e2eP95Ms: number;
+  serverCpuPct: number;
+  errors: string[];
+}
+
+interface LevelRow {
+  level: number;
+  sip: Side & { deviationP99Ms: number; deviationMaxMs: number; underrunS: number; skippedTicks: number; held: boolean };
+  ws: Side;
+}
+
+async function side(server: TestServer, n: number, run: (i: number, delay: number) => Promise<CallResult>, records: () => Promise<TurnMetrics[]>): Promise<{ side: Side; results: CallResult[] }> {
+  const cpu0 = procCpuSeconds(server.proc.pid);
+  const t0 = performance.now();
+  const results = await Promise.all(Array.from({ length: n }, (_, i) => run(i, n > 1 ? Math.round((i * STAGGER_MS) / n) : 0)));
+  const serverCpuPct = r1(((procCpuSeconds(server.proc.pid) - cpu0) / ((performance.now() - t0) / 1000)) * 100);
+  const metrics = await records();
+  const failed = results.filter((r) => r.error || r.turnsDone < TURNS);
+  return {
+    results,
+    side: {
+      calls: n,
+      failed: failed.length,
+      turns: results.reduce((a, r) => a + r.turnsDone, 0),
+      setupP50Ms: q(results.map((r) => r.setupMs), 0.5),
+      v2vP50Ms: q(results.flatMap((r) => r.v2vMs), 0.5),
+      v2vP95Ms: q(results.flatMap((r) => r.v2vMs), 0.95),
+      e2eP50Ms: q(metrics.map((m) => m.e2eMs), 0.5),
+      e2eP95Ms: q(metrics.map((m) => m.e2eMs), 0.95),
+      serverCpuPct,
+      errors: failed.map((r) => r.error ?? `${r.turnsDone}/${TURNS} turns`),
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Main
+// ---------------------------------------------------------------------------------------------------------
+
+let server: TestServer | null = null;
+let store: StoreEnv | null = null;
+let failure: string | null = null;
+let setup: Awaited<ReturnType<typeof setupPhase>> | null = null;
+const rows: LevelRow[] = [];
+let serverExit: number | null = null;
+let serverProblems: string[] = [];
+let stoppedBecause: string | null = null;
+
+try {
+  store = freshStore('sqlite');
+  server = await startServer({ store, env: SERVER_ENV });
+  const s = server;
+  if (!s.sipPort) throw new Error('the server did not start its SIP leg');
+  log(`server up (HTTP ${s.port}, SIP ${STACK_HOST}:${s.sipPort}); agent, trunk, caller speech`);
+  const agent = await s.request('POST', `${A}/agent`, {
+    body: {
+      name: 'telephony bench',
+      workflowType: 'workflow_graph',
+      workflowGraph: GRAPH,
+      firstMessage: OPENING,
+      llmIdleTimeoutConfig: { chatTimeoutTimeInSecs: 300, webcallTimeoutTimeInSecs: 300, telephonyTimeoutTimeInSecs: 300, maxRetries: 0 },
+    },
+  });
+  if (agent.status !== 201) throw new Error(`POST /agent -> ${agent.status}: ${agent.text}`);
+  const agentId = agent.body.data as string;
+  const trunk = await s.request('POST', `${A}/sip-trunk/inbound`, { body: { name: 'Bench carrier', numbers: [NUMBER] } });
+  if (trunk.status !== 201) throw new Error(`POST /sip-trunk/inbound -> ${trunk.status}: ${trunk.text}`);
+  const answers = await s.request('POST', `${A}/agent/${agentId}/answers`, { body: { sourceKind: 'sipTrunk', sourceId: trunk.body.data._id } });
+  if (answers.status !== 201) throw new Error(`POST /agent/{id}/answers -> ${answers.status}: ${answers.text}`);
+
+  const phoneSpeech: Buffer[] = [];
+  const webSpeech: Buffer[] = [];
+  for (const text of CALLER_SENTENCES) {
+    const narrow = await speech(s, text, 8000);
+    const ulaw = Buffer.alloc(speechEndSamples(narrow, 8000));
+    for (let i = 0; i < ulaw.length; i++) ulaw[i] = linearToMuLaw(narrow.readInt16LE(i * 2));
+    phoneSpeech.push(ulaw);
+    const wide = await speech(s, text, 16000);
+    webSpeech.push(wide.subarray(0, speechEndSamples(wide, 16000) * 2));
+  }
+
+  log(`set-up: sipp places ${SETUP_CALLS} calls at ${SETUP_RATE}/s, each held ${SETUP_HOLD_MS} ms`);
+  setup = await setupPhase(s);
+  log(`  INVITE -> 200 p50 ${fmt(setup.p50, 1)} ms, p95 ${fmt(setup.p95, 1)} ms over ${setup.calls} calls (finals ${JSON.stringify(setup.statuses)})`);
+
+  log('warm-up: one phone call and one web call, one turn each (not reported)');
+  const warm = [await phoneCall(s, phoneSpeech, 0, 0, 1), await webCall(s, agentId, webSpeech, 0, 0, 1)];
+  for (const w of warm) if (w.error) throw new Error(`warm-up call failed: ${w.error}`);
+  const seen = new Set<string>();
+  await phoneRecords(s, seen);
+  let c0 = await mediaCounters(s);
+
+  for (const n of LEVELS) {
+    log(`level ${n}: ${n} phone call(s) x ${TURNS} turns, then ${n} web call(s)`);
+    const phone = await side(s, n, (i, d) => phoneCall(s, phoneSpeech, i, d), () => phoneRecords(s, seen));
+    const c1 = await mediaCounters(s);
+    const webIds: string[] = [];
+    const web = await side(
+      s,
+      n,
+      async (i, d) => {
+        const r = await webCall(s, agentId, webSpeech, i, d);
+        if (r.callId) webIds.push(r.callId);
+        return r;
+      },
+      async () => (await Promise.all(webIds.map((id) => endedCall(s, id)))).flatMap((c) => (c.turnMetrics ?? []) as TurnMetrics[]),
+    );
+    const deviations = phone.results.flatMap((r) => r.deviations);
+    const underrunS = r1((c1.underrunS - c0.underrunS) * 1000) / 1000;
+    const skippedTicks = c1.skippedTicks - c0.skippedTicks;
+    c0 = await mediaCounters(s);
+    const held = phone.side.failed === 0 && underrunS === 0 && skippedTicks === 0;
+    const row: LevelRow = {
+      level: n,
+      sip: { ...phone.side, deviationP99Ms: q(deviations, 0.99), deviationMaxMs: r1(deviations.length ? Math.max(...deviations) : NaN), underrunS, skippedTicks, held },
+      ws: web.side,
+    };
+    rows.push(row);
+    log(
+      `  SIP v2v p50 ${fmt(row.sip.v2vP50Ms)} p95 ${fmt(row.sip.v2vP95Ms)} | WS v2v p50 ${fmt(row.ws.v2vP50Ms)} p95 ${fmt(row.ws.v2vP95Ms)} ms; ` +
+        `RTP deviation p99 ${fmt(row.sip.deviationP99Ms, 1)} ms; underrun ${underrunS} s, skipped ticks ${skippedTicks}: ${held ? 'held' : 'NOT held'}`,
+    );
+    if (!held) {
+      stoppedBecause = `level ${n} not held`;
+      break;
+    }
+  }
+} catch (err) {
+  failure = err instanceof Error ? err.message : String(err);
+  if (server) failure += `\nserver exit code ${server.exitCode}; last log lines:\n${server.logs.slice(-15).join('\n')}`;
+} finally {
+  killPeers();
+  if (server) ({ exit: serverExit, problems: serverProblems } = await stopAndCollectProblems(server));
+  if (store) await store.cleanup();
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Report
+// ---------------------------------------------------------------------------------------------------------
+console.log(`\nPhone calls over SIP/RTP beside web calls (node ${process.version}, ${os.cpus().length} CPUs, ${TURNS} turns per caller, pause ${PAUSE_MS} ms, start spread ${STAGGER_MS} ms)`);
+if (setup) console.log(`\nCall set-up (sipp uac, ${SETUP_CALLS} calls at ${SETUP_RATE}/s): INVITE -> 200 OK p50 ${fmt(setup.p50, 1)} ms, p95 ${fmt(setup.p95, 1)} ms, max ${fmt(setup.max, 1)} ms over ${setup.calls} answered calls; finals ${JSON.stringify(setup.statuses)}`);
+printTable(
+  'Voice to voice (caller stops speaking -> first agent audio at the caller), ms; engine e2e from the call records; SIP media quality',
+  ['calls', 'SIP v2v p50', 'SIP v2v p95', 'WS v2v p50', 'WS v2v p95', 'SIP-WS p50', 'SIP e2e p50', 'WS e2e p50', 'SIP setup p50', 'RTP dev p99', 'RTP dev max', 'underrun s', 'skipped', 'srv CPU SIP', 'srv CPU WS', 'failed SIP/WS', 'held'],
+  rows.map((r) => [
+    String(r.level),
+    fmt(r.sip.v2vP50Ms),
+    fmt(r.sip.v2vP95Ms),
+    fmt(r.ws.v2vP50Ms),
+    fmt(r.ws.v2vP95Ms),
+    fmt(r.sip.v2vP50Ms - r.ws.v2vP50Ms),
+    fmt(r.sip.e2eP50Ms),
+    fmt(r.ws.e2eP50Ms),
+    fmt(r.sip.setupP50Ms, 1),
+    fmt(r.sip.deviationP99Ms, 1),
+    fmt(r.sip.deviationMaxMs, 1),
+    String(r.sip.underrunS),
+    String(r.sip.skippedTicks),
+    `${fmt(r.sip.serverCpuPct)}%`,
+    `${fmt(r.ws.serverCpuPct)}%`,
+    `${r.sip.failed}/${r.ws.failed}`,
+    r.sip.held ? 'yes' : 'NO',
+  ]),
+  0,
+);
+for (const r of rows) for (const e of [...r.sip.errors.map((x) => `SIP: ${x}`), ...r.ws.errors.map((x) => `WS: ${x}`)].slice(0, 4)) console.log(`  ${r.level} calls: ${e.slice(0, 300)}`);
+if (stoppedBecause) console.log(`  stopped: ${stoppedBecause}`);
+
+const held = rows.filter((r) => r.sip.held && rows.every((x) => x.level > r.level || x.sip.held));
+const maxHeld = held.length ? (held[held.length - 1] as LevelRow) : null;
+const one = rows.find((r) => r.level === 1) ?? null;
+const met = (x: boolean | null) => (x === null ? 'n/a' : x ? 'MET' : 'MISSED');
+const goals = {
+  setupP50Ms: setup?.p50 ?? null,
+  setupMet: setup ? setup.p50 <= GOAL_SETUP_P50_MS : null,
+  v2vDeltaAt1Ms: one ? r1(one.sip.v2vP50Ms - one.ws.v2vP50Ms) : null,
+  v2vDeltaAtMaxMs: maxHeld ? r1(maxHeld.sip.v2vP50Ms - maxHeld.ws.v2vP50Ms) : null,
+  v2vMet: one && maxHeld ? one.sip.v2vP50Ms - one.ws.v2vP50Ms <= GOAL_V2V_DELTA_MS && maxHeld.sip.v2vP50Ms - maxHeld.ws.v2vP50Ms <= GOAL_V2V_DELTA_MS : null,
+  deviationP99AtMaxMs: maxHeld?.sip.deviationP99Ms ?? null,
+  deviationMet: maxHeld ? maxHeld.sip.deviationP99Ms <= GOAL_DEVIATION_P99_MS : null,
+  maxCallsHeld: maxHeld?.level ?? 0,
+  firstLevelNotHeld: rows.find((r) => !r.sip.held)?.level ?? null,
+};
+console.log('\nSummary against the goals');
+console.log(`  set-up p50 <= ${GOAL_SETUP_P50_MS} ms: ${fmt(goals.setupP50Ms, 1)} ms ${met(goals.setupMet)}`);
+console.log(`  SIP voice-to-voice within ${GOAL_V2V_DELTA_MS} ms of the WebSocket (p50): 1 call ${fmt(goals.v2vDeltaAt1Ms)} ms, ${goals.maxCallsHeld} calls ${fmt(goals.v2vDeltaAtMaxMs)} ms ${met(goals.v2vMet)}`);
+console.log(`  RTP inter-packet deviation p99 <= ${GOAL_DEVIATION_P99_MS} ms at ${goals.maxCallsHeld} calls: ${fmt(goals.deviationP99AtMaxMs, 1)} ms ${met(goals.deviationMet)}`);
+console.log(`  concurrent calls held with output never behind real time: ${goals.maxCallsHeld}${goals.firstLevelNotHeld ? ` (level ${goals.firstLevelNotHeld} was not)` : ' (highest level run)'}`);
+console.log(`\nserver: exit code on SIGTERM ${serverExit}; ${serverProblems.length} log lines at warn or above / stderr`);
+for (const l of serverProblems.slice(0, 10)) console.log(`  ${l.slice(0, 300)}`);
+if (failure) console.log(`\nRUN FAILED: ${failure}`);
+
+const outFile = resultPath('telephony');
+writeFileSync(
+  outFile,
+  `${JSON.stringify(
+    {
+      benchmark: 'telephony',
+      node: process.version,
+      cpus: os.cpus().length,
+      timestamp: new Date().toISOString(),
+      config: { setupCalls: SETUP_CALLS, setupRate: SETUP_RATE, setupHoldMs: SETUP_HOLD_MS, levels: LEVELS, turns: TURNS, pauseMs: PAUSE_MS, staggerMs: STAGGER_MS, serverEnv: SERVER_ENV },
+      goals,
+      setup,
+      levels: rows,
+      server: { exitCode: serverExit, problems: serverProblems },
+      failure,
+    },
+    null,
+    2,
+  )}\n`,
+);
+console.log(`\nwrote ${path.relative(process.cwd(), outFile)}`);
+if (failure) process.exitCode = 1;
