@@ -10,7 +10,9 @@
 //     20 ms PCMU packet every 20 ms on a drift-corrected clock (silence, or a sentence synthesised once up front at
 //     8 kHz through POST /waves/v1/tts and trimmed at -45 dBFS), waits for the agent's greeting, then BENCH_TURNS times
 //     says a sentence and waits for the answer to end (700 ms of the server's G.711 silence after agent audio).
-//     A web caller does the same over WSS /atoms/v1/agent/connect at 16 kHz (test/support/agent-client.ts).
+//     A web caller does the same over WSS /atoms/v1/agent/connect (test/support/agent-client.ts) with the same 8 kHz
+//     sentences by default (BENCH_WS_RATE=8000: like for like, so the difference is the SIP/RTP leg); BENCH_WS_RATE=16000
+//     gives it wideband speech as a browser would send (the difference then includes narrowband endpointing).
 //     Voice to voice = the caller's speech ends (final packet/chunk sent + the speech in it) -> the first agent audio
 //     (an RTP packet that is not G.711 silence; an output_audio.delta). The engine's e2e per turn comes from the call
 //     records (turnMetrics) for both.
@@ -20,7 +22,7 @@
 //     agent audio (parley_rtp_output_underrun_seconds_total) and skipped no send-clock tick
 //     (parley_rtp_clock_skipped_ticks_total): output never behind real time. Levels rise until one is not held.
 // Env: BENCH_SETUP_CALLS (60), BENCH_SETUP_RATE (4), BENCH_SETUP_HOLD_MS (500), BENCH_LEVELS (1,4,8,12,16),
-// BENCH_TURNS (4), BENCH_PAUSE_MS (1000), BENCH_STAGGER_MS (2000).
+// BENCH_TURNS (4), BENCH_PAUSE_MS (1000), BENCH_STAGGER_MS (2000), BENCH_WS_RATE (8000 or 16000; 8000).
 import dgram from 'node:dgram';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -61,6 +63,8 @@ const LEVELS = (process.env.BENCH_LEVELS ?? '1,4,8,12,16').split(',').map(Number
 const TURNS = intEnv('BENCH_TURNS', 4, 1);
 const PAUSE_MS = intEnv('BENCH_PAUSE_MS', 1000, 0);
 const STAGGER_MS = intEnv('BENCH_STAGGER_MS', 2000, 0);
+const WS_RATE = intEnv('BENCH_WS_RATE', 8000, 8000);
+if (WS_RATE !== 8000 && WS_RATE !== 16000) throw new Error('BENCH_WS_RATE must be 8000 or 16000');
 
 const CALLER_SENTENCES = [
   'I would like to check the status of my order.',
@@ -326,7 +330,7 @@ async function webCall(server: TestServer, agentId: string, sentences: Buffer[],
   await sleep(delayMs);
   const out: CallResult = { setupMs: null, v2vMs: [], turnsDone: 0, deviations: [], callId: null, metrics: [] };
   const t0 = performance.now();
-  const c = new AgentCaller(connectUrl(server, { token: server.key, agent_id: agentId, sample_rate: '16000' }), 16000);
+  const c = new AgentCaller(connectUrl(server, { token: server.key, agent_id: agentId, sample_rate: String(WS_RATE) }), WS_RATE);
   c.ws.on('error', () => undefined);
   try {
     await c.opened;
@@ -470,8 +474,8 @@ try {
     const ulaw = Buffer.alloc(speechEndSamples(narrow, 8000));
     for (let i = 0; i < ulaw.length; i++) ulaw[i] = linearToMuLaw(narrow.readInt16LE(i * 2));
     phoneSpeech.push(ulaw);
-    const wide = await speech(s, text, 16000);
-    webSpeech.push(wide.subarray(0, speechEndSamples(wide, 16000) * 2));
+    const web = WS_RATE === 8000 ? narrow : await speech(s, text, WS_RATE);
+    webSpeech.push(web.subarray(0, speechEndSamples(web, WS_RATE) * 2));
   }
 
   log(`set-up: sipp places ${SETUP_CALLS} calls at ${SETUP_RATE}/s, each held ${SETUP_HOLD_MS} ms`);
@@ -532,7 +536,7 @@ try {
 // ---------------------------------------------------------------------------------------------------------
 // Report
 // ---------------------------------------------------------------------------------------------------------
-console.log(`\nPhone calls over SIP/RTP beside web calls (node ${process.version}, ${os.cpus().length} CPUs, ${TURNS} turns per caller, pause ${PAUSE_MS} ms, start spread ${STAGGER_MS} ms)`);
+console.log(`\nPhone calls over SIP/RTP beside web calls at ${WS_RATE} Hz (node ${process.version}, ${os.cpus().length} CPUs, ${TURNS} turns per caller, pause ${PAUSE_MS} ms, start spread ${STAGGER_MS} ms)`);
 if (setup) console.log(`\nCall set-up (sipp uac, ${SETUP_CALLS} calls at ${SETUP_RATE}/s): INVITE -> 200 OK p50 ${fmt(setup.p50, 1)} ms, p95 ${fmt(setup.p95, 1)} ms, max ${fmt(setup.max, 1)} ms over ${setup.calls} answered calls; finals ${JSON.stringify(setup.statuses)}`);
 printTable(
   'Voice to voice (caller stops speaking -> first agent audio at the caller), ms; engine e2e from the call records; SIP media quality',
@@ -594,7 +598,7 @@ writeFileSync(
       node: process.version,
       cpus: os.cpus().length,
       timestamp: new Date().toISOString(),
-      config: { setupCalls: SETUP_CALLS, setupRate: SETUP_RATE, setupHoldMs: SETUP_HOLD_MS, levels: LEVELS, turns: TURNS, pauseMs: PAUSE_MS, staggerMs: STAGGER_MS, serverEnv: SERVER_ENV },
+      config: { wsRate: WS_RATE, setupCalls: SETUP_CALLS, setupRate: SETUP_RATE, setupHoldMs: SETUP_HOLD_MS, levels: LEVELS, turns: TURNS, pauseMs: PAUSE_MS, staggerMs: STAGGER_MS, serverEnv: SERVER_ENV },
       goals,
       setup,
       levels: rows,

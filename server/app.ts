@@ -106,6 +106,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
     sttBeams: settings.sttBeams,
     sttLiveBeams: settings.sttLiveBeams,
     sttThreads: settings.sttThreads,
+    workerNice: settings.inferenceNice,
   });
   const started = Date.now();
   await registry.init(settings.warmModels);

@@ -32,6 +32,7 @@ export interface Settings {
   sttLiveBeams: number;
   /** Threads inside each recognizer worker. */
   sttThreads: number;
+  inferenceNice: number;
   bootstrapKey?: string;
   keyCacheMs: number;
   scanBudgetMs: number;
@@ -168,6 +169,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     sttBeams: int(env, 'PARLEY_STT_BEAMS', STT_DEFAULTS.beams, 1),
     sttLiveBeams: int(env, 'PARLEY_STT_LIVE_BEAMS', STT_DEFAULTS.liveBeams, 1),
     sttThreads: int(env, 'PARLEY_STT_THREADS', STT_DEFAULTS.threads, 1),
+    inferenceNice: Math.min(19, int(env, 'PARLEY_INFERENCE_NICE', 10, 0)),
     bootstrapKey: env.PARLEY_BOOTSTRAP_KEY || undefined,
     keyCacheMs: int(env, 'PARLEY_KEY_CACHE_MS', 3000, 0),
     scanBudgetMs: int(env, 'PARLEY_SCAN_BUDGET_MS', 200, 0),

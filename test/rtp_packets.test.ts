@@ -60,6 +60,24 @@ describe('jitter buffer (fixed 40 ms depth)', () => {
     expect(jb.stats).toMatchObject({ received: 4, lost: 0, late: 0, concealed: 0, frames: 4 });
   });
 
+  it('pullReady hands out audio as soon as it is in sequence (after the depth once, at the start), stops at a gap, and pull() conceals it', () => {
+    const jb = new JitterBuffer();
+    jb.push(10, frame(10));
+    expect(jb.pullReady()).toBeNull(); // the first 40 ms wait once, for a packet that overtook its predecessor
+    jb.push(9, frame(9));
+    expect(jb.pullReady()![0]).toBe(9);
+    expect(jb.pullReady()![0]).toBe(10);
+    expect(jb.pullReady()).toBeNull();
+    jb.push(11, frame(11));
+    expect(jb.pullReady()![0]).toBe(11); // no depth any more: at once
+    jb.push(13, frame(13));
+    expect(jb.pullReady()).toBeNull(); // 12 is missing: wait for it
+    expect(levels(jb.pull())).toEqual([11, Math.round(11 * (1 - 0.5 * (159 / 160)))]); // overdue: concealed
+    expect(jb.pullReady()![0]).toBe(13);
+    expect(jb.push(12, frame(12))).toBe('late');
+    expect(jb.stats).toMatchObject({ received: 4, lost: 1, concealed: 1, late: 1 });
+  });
+
   it('drops late and duplicate packets', () => {
     const jb = new JitterBuffer();
     jb.push(1, frame(1));

@@ -14,7 +14,7 @@
 //   ends with reason `idle_timeout`. sessionTimeoutSeconds ends it with `session_timeout`.
 import { KEYPAD, keypressText } from './keypad.js';
 import { SampleDecoder, type Encoding } from '../audio/codecs.js';
-import { Resampler } from '../audio/resample.js';
+import { Resampler, qualityFor } from '../audio/resample.js';
 import { QueueFullError } from '../models/queue.js';
 import type { ModelRegistry } from '../models/registry.js';
 import { VAD_SAMPLE_RATE, VAD_WINDOW_SAMPLES, type SileroVad } from '../models/silero.js';
@@ -194,7 +194,7 @@ export class AgentSession {
     this.confirmWindows = Math.max(this.bargeWindows + 1, Math.round((opts.confirmInterruptMs ?? 1000) / WIN_MS));
     if (opts.mode === 'webcall') {
       this.decoder = new SampleDecoder(opts.inputEncoding ?? 'linear16');
-      this.resampler = new Resampler(opts.inputRate, SR);
+      this.resampler = new Resampler(opts.inputRate, SR, { quality: qualityFor(opts.inputRate) });
       this.pacer = new OutputPacer({
         sampleRate: opts.outputRate,
         leadMs: opts.leadMs ?? 80,

@@ -103,7 +103,9 @@ export class TurnSpeaker {
         try {
           const a = await audio;
           if (this.cancelled) return;
-          this.pacer.push(this.out.push(a.samples, a.sampleRate), phrase);
+          const samples = await this.out.pushYielding(a.samples, a.sampleRate);
+          if (this.cancelled) return;
+          this.pacer.push(samples, phrase);
         } catch (err) {
           if (!this.cancelled) this.opts.onError(err);
         } finally {

@@ -60,6 +60,13 @@ export interface FliteSynthesizerOptions {
    */
   workers?: number;
   maxChars?: number;
+  /**
+   * Nice value of the synthesis worker threads (0-19, default 10; 0 keeps the server's own). Recognition and synthesis are
+   * batch work; the event loop (the RTP send clock, voice activity detection, the sockets) is real time, and on a
+   * busy machine it must not wait for a core behind them. Linux keeps a nice value per thread, and the threads ONNX
+   * Runtime starts inside a worker inherit it.
+   */
+  nice?: number;
 }
 
 export class FliteError extends Error {
@@ -229,6 +236,9 @@ const WORKER_SOURCE = `'use strict';
 const { parentPort, workerData } = require('node:worker_threads');
 const runFlite = (${FLITE_RUNNER_SOURCE});
 const mod = workerData.module;
+if (workerData.nice) {
+  try { require('node:os').setPriority(0, workerData.nice); } catch (e) { /* not permitted here: keep the default */ }
+}
 parentPort.on('message', (msg) => {
   try {
     const r = runFlite(mod, msg.args);
@@ -388,6 +398,7 @@ class FlitePool {
   constructor(
     private readonly module: WebAssembly.Module,
     private readonly size: number,
+    private readonly nice: number,
   ) {}
 
   run(args: string[]): Promise<FliteRun> {
@@ -411,7 +422,7 @@ class FlitePool {
   }
 
   private spawn(): PoolWorker {
-    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { module: this.module } });
+    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { module: this.module, nice: this.nice } });
     const pw: PoolWorker = { worker, busy: undefined };
     worker.on('message', (msg: { ok: boolean; result?: FliteRun; error?: string }) => {
       const job = pw.busy;
@@ -451,12 +462,14 @@ class FlitePool {
 export class FliteSynthesizer {
   private readonly workerCount: number;
   private readonly maxChars: number;
+  private readonly nice: number;
   private pool: Promise<FlitePool> | undefined;
   private closed = false;
 
   constructor(opts: FliteSynthesizerOptions = {}) {
     this.workerCount = Math.max(0, Math.floor(opts.workers ?? 1));
     this.maxChars = opts.maxChars ?? FLITE_DEFAULT_MAX_CHARS;
+    this.nice = opts.nice ?? 0;
   }
 
   voices(): FliteVoiceInfo[] {
@@ -508,7 +521,7 @@ export class FliteSynthesizer {
       const mod = await getFliteModule();
       return getInlineRunner()(mod, args);
     }
-    this.pool ??= getFliteModule().then((mod) => new FlitePool(mod, this.workerCount));
+    this.pool ??= getFliteModule().then((mod) => new FlitePool(mod, this.workerCount, this.nice));
     return (await this.pool).run(args);
   }
 }

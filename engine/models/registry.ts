@@ -55,6 +55,8 @@ export interface RegistryOptions {
    * final when the server is not busy; when both workers are busy they share the cores (bench figures in the README).
    */
   sttThreads?: number;
+  /** Nice value of the recognition and synthesis worker threads (see WhisperPoolOptions.nice). */
+  workerNice?: number;
 }
 
 export class UnknownVoiceError extends Error {}
@@ -74,7 +76,7 @@ export class ModelRegistry {
     this.queue = new InferenceQueue(opts.concurrency, opts.maxWaiting);
     this.sttBeams = opts.sttBeams ?? STT_DEFAULTS.beams;
     this.sttLiveBeams = opts.sttLiveBeams ?? STT_DEFAULTS.liveBeams;
-    this.flite = new FliteSynthesizer({ workers: opts.synthesisWorkers });
+    this.flite = new FliteSynthesizer({ workers: opts.synthesisWorkers, nice: opts.workerNice });
   }
 
   /** Finds the user's voices; with `warm`, loads every built-in model now so first requests are fast. */
@@ -132,7 +134,7 @@ export class ModelRegistry {
 
   /** Whisper on worker threads (one per concurrent inference slot), so recognition never blocks the event loop. */
   recognizer(): Promise<WhisperPool> {
-    this.recognizerP ??= WhisperPool.start({ size: this.opts.concurrency, cacheDir: this.opts.cacheDir, intraOpNumThreads: this.opts.sttThreads ?? STT_DEFAULTS.threads });
+    this.recognizerP ??= WhisperPool.start({ size: this.opts.concurrency, cacheDir: this.opts.cacheDir, intraOpNumThreads: this.opts.sttThreads ?? STT_DEFAULTS.threads, nice: this.opts.workerNice });
     return this.recognizerP;
   }
 

@@ -1,5 +1,5 @@
 // Output audio for clients: from a voice's rate to the requested rate (streaming, no clicks) in a wire format.
-import { Resampler } from '../audio/resample.js';
+import { Resampler, qualityFor } from '../audio/resample.js';
 import { encodeALaw, encodeLinear16, encodeMuLaw } from '../audio/codecs.js';
 import { writeWav } from '../audio/wav.js';
 import { floatToInt16 } from '../audio/pcm.js';
@@ -57,11 +57,23 @@ export class OutputStream {
   push(samples: Float32Array, fromRate: number): Float32Array {
     if (!this.resampler || this.resampler.fromRate !== fromRate) {
       const tail = this.resampler ? this.resampler.flush() : null;
-      this.resampler = new Resampler(fromRate, this.sampleRate);
+      this.resampler = new Resampler(fromRate, this.sampleRate, { quality: qualityFor(Math.min(fromRate, this.sampleRate)) });
       const out = this.resampler.push(samples);
       return tail && tail.length ? concatSamples([tail, out]) : out;
     }
     return this.resampler.push(samples);
+  }
+
+  /** As push(), ~100 ms at a time with the event loop free in between: a whole phrase at once would hold it for tens of ms. */
+  async pushYielding(samples: Float32Array, fromRate: number): Promise<Float32Array> {
+    const slice = Math.max(1, Math.round(fromRate / 10));
+    if (samples.length <= slice) return this.push(samples, fromRate);
+    const parts: Float32Array[] = [];
+    for (let at = 0; at < samples.length; at += slice) {
+      if (at > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      parts.push(this.push(samples.subarray(at, at + slice), fromRate));
+    }
+    return concatSamples(parts);
   }
 
   flush(): Float32Array {

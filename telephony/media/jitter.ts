@@ -1,5 +1,8 @@
 // Jitter buffer for one RTP audio stream: reorders by sequence number (16-bit wrap), drops late packets, conceals a lost
 // packet (repeat-and-fade) and hands out exactly one frame per pull. Fixed depth: playout starts once `depthMs` is buffered.
+// pullReady() serves a consumer that wants audio as soon as it is in order (speech recognition rather than a loudspeaker):
+// it hands out what has arrived in sequence at once, and the consumer's clock calls pull() only for frames overdue by the
+// depth, which conceals a packet still missing then.
 //
 // Packets carry decoded PCM of any length (20 ms from us, 30 ms from some gateways); playout cuts it into frames. Once
 // playing, every pull returns a frame: audio, a concealment, or silence while the peer sends nothing (hold, silence
@@ -129,6 +132,19 @@ export class JitterBuffer {
       fadeInto(out, have, this.last, 1, 0);
       return this.emit(out);
     }
+    const out = new Int16Array(this.frameSamples);
+    this.take(out, this.frameSamples);
+    return this.emit(out);
+  }
+
+  /** The next frame when it can be made of audio already here in sequence (no concealment, no further wait); else null. */
+  pullReady(): Int16Array | null {
+    // The stream's first packets wait for the depth once, so one that overtook its predecessor still plays in order.
+    if (this.state === 'idle' && this.bufferedSamples < this.depth) return null;
+    if (this.state === 'refilling') this.skipGap();
+    while (this.fifoSamples < this.frameSamples && this.packets.has(this.nextSeq)) this.refill();
+    if (this.fifoSamples < this.frameSamples) return null;
+    this.state = 'playing';
     const out = new Int16Array(this.frameSamples);
     this.take(out, this.frameSamples);
     return this.emit(out);

@@ -45,7 +45,10 @@ export type RtpStartParams = Pick<MediaParams, 'codec' | 'payloadType' | 'dtmfPa
   Partial<Pick<MediaParams, 'remoteSsrc' | 'direction'>> & {
     /** RNNoise on the caller's audio before it is emitted. */
     noiseSuppression?: boolean;
-    /** Jitter buffer depth (40 ms). */
+    /**
+     * How long a missing caller packet is waited for before it is concealed (40 ms). Audio that arrives in sequence goes
+     * to onAudio at once: recognition wants it early, not smoothed for a loudspeaker.
+     */
     jitterDepthMs?: number;
   };
 
@@ -110,6 +113,10 @@ export class RtpSession {
     packetsIn: 0, packetsOut: 0, bytesIn: 0, bytesOut: 0, malformed: 0, srtpFailures: 0, ignored: 0, rtcpIn: 0, dtmfIn: 0, dtmfOut: 0, sendErrors: 0, underrunFrames: 0,
   };
   private speakingNow = false;
+  /** Caller frames handed to onAudio, and when the first was (the playout clock's origin). */
+  private played = 0;
+  private playoutStart: number | null = null;
+  private depthFrames = 2;
   /** Silence frames sent since the agent's queued audio ran dry while speaking. */
   private dryFrames = 0;
   private lastPacketAt: number | null = null;
@@ -157,7 +164,9 @@ export class RtpSession {
     }
     this.srtp = srtp;
     this.denoiser = denoiser;
-    this.jitter = new JitterBuffer({ depthMs: params.jitterDepthMs ?? 40, frameSamples: FRAME_SAMPLES, sampleRate: SAMPLE_RATE });
+    const depthMs = params.jitterDepthMs ?? 40;
+    this.jitter = new JitterBuffer({ depthMs, frameSamples: FRAME_SAMPLES, sampleRate: SAMPLE_RATE });
+    this.depthFrames = Math.ceil(depthMs / 20);
     this.silence = Buffer.alloc(FRAME_SAMPLES, params.codec === 'PCMU' ? linearToMuLaw(0) : linearToALaw(0));
     this.dest = { address: params.remote.address, port: params.remote.port };
     this.params = params;
@@ -251,7 +260,10 @@ export class RtpSession {
     this.lastPacketAt = now;
     if (pkt.payloadType === p.dtmfPayloadType) {
       // Event packets take the place of audio packets in the same sequence space: play them as silence, not as losses.
-      if (this.streamSsrc === pkt.ssrc) this.jitter.push(pkt.sequence, new Int16Array(FRAME_SAMPLES));
+      if (this.streamSsrc === pkt.ssrc) {
+        this.jitter.push(pkt.sequence, new Int16Array(FRAME_SAMPLES));
+        this.playReady();
+      }
       const digit = this.dtmfIn.push(pkt);
       if (digit !== null) {
         this.counters.dtmfIn++;
@@ -272,6 +284,7 @@ export class RtpSession {
     const pcm = new Int16Array(n);
     for (let i = 0; i < n; i++) pcm[i] = table[pkt.payload[i]!]!;
     this.jitter.push(pkt.sequence, pcm);
+    this.playReady();
   }
 
   /**
@@ -297,15 +310,38 @@ export class RtpSession {
       this.timestamp = (this.timestamp + skipped * FRAME_SAMPLES) >>> 0;
       this.marker = true;
     }
-    for (let i = Math.min(skipped + due, MAX_PLAYOUT_BURST); i > 0 && !this.closed; i--) this.playOne();
+    this.playOverdue();
     for (let i = 0; i < due && !this.closed; i++) this.sendOne();
   }
 
-  /** One frame of the caller's audio out of the jitter buffer, to onAudio. */
-  private playOne(): void {
-    let frame = this.jitter.pull();
-    if (!frame || this.closed) return;
-    if (this.denoiser) frame = this.denoiser.process(frame);
+  /** Caller audio that has arrived in sequence, to onAudio now. */
+  private playReady(): void {
+    for (let frame = this.jitter.pullReady(); frame && !this.closed; frame = this.jitter.pullReady()) this.play(frame);
+  }
+
+  /**
+   * Frames the playout clock is owed beyond the jitter depth: a packet still missing is concealed, a peer that went
+   * quiet (hold, silence suppression) gives silence, so the engine keeps seeing time pass.
+   */
+  private playOverdue(): void {
+    if (this.playoutStart === null) return;
+    let owed = Math.floor((performance.now() - this.playoutStart) / 20) + 1 - this.depthFrames - this.played;
+    if (owed > MAX_PLAYOUT_BURST) {
+      this.played += owed - MAX_PLAYOUT_BURST;
+      owed = MAX_PLAYOUT_BURST;
+    }
+    for (; owed > 0 && !this.closed; owed--) {
+      const frame = this.jitter.pull();
+      if (!frame) return;
+      this.play(frame);
+    }
+  }
+
+  /** One frame of the caller's audio, to onAudio. */
+  private play(pcm: Int16Array): void {
+    this.playoutStart ??= performance.now();
+    this.played++;
+    const frame = this.denoiser ? this.denoiser.process(pcm) : pcm;
     this.deliver(() => this.onAudio?.(frame));
   }
 

@@ -1,5 +1,5 @@
 // Call recording: the caller's and the agent's audio on one 16 kHz timeline, written as mono (mixed) and dual WAV.
-import { Resampler } from '../../engine/audio/resample.js';
+import { Resampler, qualityFor } from '../../engine/audio/resample.js';
 import { writeWav, writeWavChannels } from '../../engine/audio/wav.js';
 
 const RATE = 16000;
@@ -33,7 +33,7 @@ export class CallRecorder {
   private lastOutput = 0;
 
   constructor(outputRate: number) {
-    this.out = new Resampler(outputRate, RATE);
+    this.out = new Resampler(outputRate, RATE, { quality: qualityFor(outputRate) });
   }
 
   /** Caller audio at 16 kHz, in arrival order (the caller streams continuously, so arrival order is time). */

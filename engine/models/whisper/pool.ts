@@ -14,6 +14,13 @@ export interface WhisperPoolOptions {
   cacheDir?: string;
   /** Threads per worker's session. */
   intraOpNumThreads?: number;
+  /**
+   * Nice value of the recognizer worker threads (0-19, default 10; 0 keeps the server's own). Recognition and synthesis are
+   * batch work; the event loop (the RTP send clock, voice activity detection, the sockets) is real time, and on a
+   * busy machine it must not wait for a core behind them. Linux keeps a nice value per thread, and the threads ONNX
+   * Runtime starts inside a worker inherit it.
+   */
+  nice?: number;
 }
 
 export class WhisperPool {
@@ -42,7 +49,7 @@ export class WhisperPool {
     const slots = await Promise.all(
       Array.from({ length: Math.max(1, opts.size) }, async () => {
         const worker = new Worker(new URL('./worker-entry.mjs', import.meta.url), {
-          workerData: { cacheDir: opts.cacheDir, intraOpNumThreads: opts.intraOpNumThreads ?? 1 },
+          workerData: { cacheDir: opts.cacheDir, intraOpNumThreads: opts.intraOpNumThreads ?? 1, nice: opts.nice ?? 0 },
         });
         worker.unref();
         await new Promise<void>((resolve, reject) => {

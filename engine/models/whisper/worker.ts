@@ -1,8 +1,17 @@
 // Worker thread body: one Whisper session, transcribing off the main thread (onnxruntime-node blocks its caller).
+import os from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { WhisperRecognizer, type TranscribeOptions } from './recognizer.js';
 
-const { cacheDir, intraOpNumThreads } = workerData as { cacheDir?: string; intraOpNumThreads: number };
+const { cacheDir, intraOpNumThreads, nice } = workerData as { cacheDir?: string; intraOpNumThreads: number; nice: number };
+// Before the model loads, so ONNX Runtime's threads inherit it (see WhisperPoolOptions.nice).
+if (nice) {
+  try {
+    os.setPriority(0, nice);
+  } catch {
+    // Not permitted here: the default priority.
+  }
+}
 const ready = WhisperRecognizer.load({ cacheDir, intraOpNumThreads });
 ready.then(
   () => parentPort?.postMessage({ ready: true }),
