@@ -7,6 +7,7 @@ import {
   AudioFormatError, decodeAudio, decodeOggOpus, decodeOpusPackets, encodeLinear16, encodeMuLaw, OggOpusDecoder, OpusPacketDecoder,
   readWav, resample, writeWav, type WavSampleFormat,
 } from '../engine/audio/index.js';
+import { writePcm16WavHeader } from '../engine/audio/wav.js';
 
 const HELLO_WORLD = '/usr/share/asterisk/sounds/en_US_f_Allison/hello-world.wav';
 
@@ -157,6 +158,18 @@ describe('WAV', () => {
     let maxErr = 0;
     for (let i = 0; i < x.length; i++) maxErr = Math.max(maxErr, Math.abs(back.samples[i]! - x[i]!));
     expect(maxErr).toBeLessThanOrEqual(tolerance + 1e-9);
+  });
+
+  it('writes the same 44-byte PCM header as writeWav for samples filled in afterwards (mono and two channels)', () => {
+    const x = Float32Array.from([0.5, -0.5, 2, 0]);
+    const mono = Buffer.alloc(44 + x.length * 2);
+    writePcm16WavHeader(mono, 1, 16000);
+    encodeLinear16(x).copy(mono, 44);
+    expect(mono.equals(writeWav(x, 16000))).toBe(true);
+    const dual = Buffer.alloc(44 + 8);
+    writePcm16WavHeader(dual, 2, 8000);
+    const read = new wavefile.WaveFile(dual);
+    expect(read.fmt).toMatchObject({ numChannels: 2, sampleRate: 8000, bitsPerSample: 16, byteRate: 32000, blockAlign: 4 });
   });
 
   it('writes int16 by default with the canonical 44-byte header', () => {

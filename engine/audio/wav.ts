@@ -108,17 +108,22 @@ export function writeWav(samples: Float32Array, sampleRate: number, format: WavS
   return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
 }
 
-/** Writes several equally long channels (e.g. caller and agent) as one int16 WAV file, interleaved. */
-export function writeWavChannels(channels: Float32Array[], sampleRate: number): Buffer {
-  const n = channels[0]?.length ?? 0;
-  if (!channels.length || channels.some((c) => c.length !== n)) throw new RangeError('channels must be non-empty and equally long');
-  const interleaved = new Float32Array(n * channels.length);
-  for (let i = 0; i < n; i++) for (let c = 0; c < channels.length; c++) interleaved[i * channels.length + c] = (channels[c] as Float32Array)[i] as number;
-  const wav = new wavefile.WaveFile();
-  wav.fromScratch(channels.length, sampleRate, '16', []);
-  const data = wav.data as DataChunk & { chunkSize: number };
-  data.samples = encodeLinear16(interleaved);
-  data.chunkSize = data.samples.length;
-  const out = wav.toBuffer();
-  return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
+/**
+ * Writes the 44-byte RIFF header of a 16-bit PCM WAV into the start of `file`, whose bytes after it are the samples
+ * (for writers that fill the samples in themselves, a slice at a time).
+ */
+export function writePcm16WavHeader(file: Buffer, channels: number, sampleRate: number): void {
+  const data = file.length - 44;
+  file.write('RIFF', 0, 'ascii');
+  file.writeUInt32LE(36 + data, 4);
+  file.write('WAVEfmt ', 8, 'ascii');
+  file.writeUInt32LE(16, 16);
+  file.writeUInt16LE(1, 20);
+  file.writeUInt16LE(channels, 22);
+  file.writeUInt32LE(sampleRate, 24);
+  file.writeUInt32LE(sampleRate * channels * 2, 28);
+  file.writeUInt16LE(channels * 2, 32);
+  file.writeUInt16LE(16, 34);
+  file.write('data', 36, 'ascii');
+  file.writeUInt32LE(data, 40);
 }

@@ -1,8 +1,11 @@
 // Call recording: the caller's and the agent's audio on one 16 kHz timeline, written as mono (mixed) and dual WAV.
 import { Resampler, qualityFor } from '../../engine/audio/resample.js';
-import { writeWav, writeWavChannels } from '../../engine/audio/wav.js';
+import { writePcm16WavHeader } from '../../engine/audio/wav.js';
+import { floatToInt16 } from '../../engine/audio/pcm.js';
 
 const RATE = 16000;
+/** Samples encoded between two turns of the event loop: a long call's recording at once would hold it for 100 ms. */
+const SLICE = RATE / 2;
 /** Longest recording kept (an hour); audio beyond it is not recorded. */
 const MAX_SAMPLES = 3600 * RATE;
 
@@ -56,15 +59,28 @@ export class CallRecorder {
     return this.caller.length > 0 || this.agent.length > 0;
   }
 
-  /** The two WAV files: mono (caller + agent mixed) and dual (left caller, right agent). */
-  finish(): { mono: Buffer; dual: Buffer; seconds: number } {
+  /**
+   * The two WAV files: mono (caller + agent mixed) and dual (left caller, right agent), encoded half a second at a time
+   * with the event loop free in between (it sends every other call's RTP).
+   */
+  async finish(): Promise<{ mono: Buffer; dual: Buffer; seconds: number }> {
     const n = Math.max(this.caller.length, this.agent.length);
-    const caller = new Float32Array(n);
-    const agent = new Float32Array(n);
-    caller.set(this.caller.data.subarray(0, this.caller.length));
-    agent.set(this.agent.data.subarray(0, this.agent.length));
-    const mix = new Float32Array(n);
-    for (let i = 0; i < n; i++) mix[i] = Math.max(-1, Math.min(1, (caller[i] as number) + (agent[i] as number)));
-    return { mono: writeWav(mix, RATE), dual: writeWavChannels([caller, agent], RATE), seconds: n / RATE };
+    const mono = Buffer.allocUnsafe(44 + n * 2);
+    const dual = Buffer.allocUnsafe(44 + n * 4);
+    writePcm16WavHeader(mono, 1, RATE);
+    writePcm16WavHeader(dual, 2, RATE);
+    const { data: c, length: cn } = this.caller;
+    const { data: a, length: an } = this.agent;
+    for (let from = 0; from < n; from += SLICE) {
+      if (from > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      for (let i = from, end = Math.min(n, from + SLICE); i < end; i++) {
+        const x = i < cn ? (c[i] as number) : 0;
+        const y = i < an ? (a[i] as number) : 0;
+        mono.writeInt16LE(floatToInt16(Math.max(-1, Math.min(1, x + y))), 44 + i * 2);
+        dual.writeInt16LE(floatToInt16(x), 44 + i * 4);
+        dual.writeInt16LE(floatToInt16(y), 46 + i * 4);
+      }
+    }
+    return { mono, dual, seconds: n / RATE };
   }
 }

@@ -253,7 +253,7 @@ export class CallRuntime {
 
   private async saveRecording(orgId: string, callId: string, recorder: CallRecorder | null): Promise<{ recordingMono?: string; recordingDual?: string }> {
     if (!recorder?.hasAudio) return {};
-    const { mono, dual } = recorder.finish();
+    const { mono, dual } = await recorder.finish();
     const monoKey = recordingKey(orgId, callId, 'mono');
     const dualKey = recordingKey(orgId, callId, 'dual');
     await Promise.all([this.deps.objects.put(monoKey, mono), this.deps.objects.put(dualKey, dual)]);
