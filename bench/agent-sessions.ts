@@ -33,10 +33,10 @@ import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { decodeLinear16 } from '../engine/audio/codecs.js';
 import { AgentCaller, connectUrl, endedCall, speech, type Frame } from '../test/support/agent-client.js';
 import { ROOT, freshStore, startServer, type StoreEnv, type TestServer } from '../test/support/server.js';
 import { printTable, resultPath, quantile, procCpuSeconds } from './lib/report.js';
+import { CALLER_SENTENCES, GRAPH, OPENING, closeCaller, createBenchAgent, isAssistantFinal, speechEndSamples } from './lib/voice-agent.js';
 import type { TurnMetrics } from '../engine/agent/session.js';
 
 const A = '/atoms/v1';
@@ -65,21 +65,6 @@ const CHAT_P95_LIMIT_MS = intEnv('BENCH_CHAT_P95_LIMIT_MS', 100, 1);
 const BUDGET_S = intEnv('BENCH_BUDGET_S', 420, 1);
 const REFINE = intEnv('BENCH_REFINE', 2, 0);
 
-const CALLER_SENTENCES = [
-  'I would like to check the status of my order.',
-  'Can you tell me your opening hours?',
-  'I need to change my delivery address.',
-  'Could you send me a receipt by email?',
-  'My card was charged twice last week.',
-  'Thank you, that sounds good to me.',
-];
-const OPENING = 'Hello, thanks for calling. How can I help you today?';
-const ANSWER = 'Thanks, I have made a note of that and will take care of it right away.';
-const GRAPH = {
-  startNodeId: 'answer',
-  nodes: [{ id: 'answer', type: 'say', text: ANSWER }],
-  edges: [{ from: 'answer', to: 'answer', condition: { type: 'any' } }],
-};
 
 const started = performance.now();
 const elapsedS = () => (performance.now() - started) / 1000;
@@ -110,34 +95,10 @@ function cpuMeter(server: TestServer) {
 // Caller plumbing
 // ---------------------------------------------------------------------------------------------------------
 
-const isAssistantFinal = (f: Frame) => f.type === 'transcript' && f.role === 'assistant';
 /** Decoded byte length of a base64 string. */
 const b64Bytes = (s: string) => Math.floor((s.length * 3) / 4) - (s.endsWith('==') ? 2 : s.endsWith('=') ? 1 : 0);
 
-async function closeCaller(c: AgentCaller): Promise<void> {
-  if (c.closeCode === null) {
-    try {
-      c.send({ type: 'session.close' });
-    } catch {
-      /* already closing */
-    }
-    await Promise.race([c.closed, sleep(10_000)]);
-  }
-  c.close();
-}
 
-/** End of the last 20 ms frame above -45 dBFS, in samples. */
-function speechEndSamples(pcm: Buffer): number {
-  const s = decodeLinear16(pcm);
-  const frame = (RATE * 20) / 1000;
-  let last = 0;
-  for (let f = 0; f + frame <= s.length; f += frame) {
-    let e = 0;
-    for (let i = f; i < f + frame; i++) e += (s[i] as number) ** 2;
-    if (10 * Math.log10(e / frame + 1e-12) > -45) last = f + frame;
-  }
-  return last || s.length;
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // Voice sessions
@@ -447,21 +408,11 @@ try {
   const s = server;
   log(`server up in ${fmt(startupMs)} ms (port ${s.port}); synthesising ${CALLER_SENTENCES.length} caller sentences`);
 
-  const res = await s.request('POST', `${A}/agent`, {
-    body: {
-      name: 'agent-sessions bench',
-      workflowType: 'workflow_graph',
-      workflowGraph: GRAPH,
-      firstMessage: OPENING,
-      llmIdleTimeoutConfig: { chatTimeoutTimeInSecs: 300, webcallTimeoutTimeInSecs: 300, telephonyTimeoutTimeInSecs: 300, maxRetries: 0 },
-    },
-  });
-  if (res.status !== 201) throw new Error(`POST /agent -> ${res.status}: ${res.text}`);
-  const agentId = res.body.data as string;
+  const agentId = await createBenchAgent(s, 'agent-sessions bench');
 
   for (const text of CALLER_SENTENCES) {
     const pcm = await speech(s, text, RATE);
-    const trimmed = pcm.subarray(0, speechEndSamples(pcm) * 2);
+    const trimmed = pcm.subarray(0, speechEndSamples(pcm, RATE) * 2);
     speechSet.push({ text, pcm: trimmed, audioMs: r1((trimmed.length / 2 / RATE) * 1000) });
   }
 

@@ -29,15 +29,15 @@ import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { decodeLinear16 } from '../engine/audio/codecs.js';
 import { linearToMuLaw } from '../engine/audio/g711.js';
 import type { TurnMetrics } from '../engine/agent/session.js';
-import { AgentCaller, connectUrl, endedCall, speech, type Frame } from '../test/support/agent-client.js';
+import { AgentCaller, connectUrl, endedCall, speech } from '../test/support/agent-client.js';
 import { freshStore, startServer, type StoreEnv, type TestServer } from '../test/support/server.js';
 import { PEER_HOST, STACK_HOST, killPeers, startSipp } from '../test/support/sip-peers.js';
 import { sipCall, type SipCall } from '../test/support/rtp-sip-peer.js';
 import { intEnv, stopAndCollectProblems, UNCAPPED_SESSIONS } from './lib/harness.js';
 import { printTable, procCpuSeconds, quantile, resultPath } from './lib/report.js';
+import { CALLER_SENTENCES, closeCaller, createBenchAgent, isAssistantFinal, speechEndSamples } from './lib/voice-agent.js';
 
 const A = '/atoms/v1';
 const NUMBER = '+15550100';
@@ -66,17 +66,6 @@ const STAGGER_MS = intEnv('BENCH_STAGGER_MS', 2000, 0);
 const WS_RATE = intEnv('BENCH_WS_RATE', 8000, 8000);
 if (WS_RATE !== 8000 && WS_RATE !== 16000) throw new Error('BENCH_WS_RATE must be 8000 or 16000');
 
-const CALLER_SENTENCES = [
-  'I would like to check the status of my order.',
-  'Can you tell me your opening hours?',
-  'I need to change my delivery address.',
-  'Could you send me a receipt by email?',
-  'My card was charged twice last week.',
-  'Thank you, that sounds good to me.',
-];
-const OPENING = 'Hello, thanks for calling. How can I help you today?';
-const ANSWER = 'Thanks, I have made a note of that and will take care of it right away.';
-const GRAPH = { startNodeId: 'answer', nodes: [{ id: 'answer', type: 'say', text: ANSWER }], edges: [{ from: 'answer', to: 'answer', condition: { type: 'any' } }] };
 
 const started = performance.now();
 const log = (msg: string) => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(0).padStart(4)} s] ${msg}\n`);
@@ -86,18 +75,6 @@ const fmt = (x: number | null | undefined, digits = 0) => (typeof x === 'number'
 const nums = (xs: readonly (number | null | undefined)[]) => xs.filter((x): x is number => typeof x === 'number' && Number.isFinite(x));
 const q = (xs: readonly (number | null | undefined)[], p: number) => r1(quantile(nums(xs), p));
 
-/** End of the last 20 ms frame above -45 dBFS, in samples of 16-bit PCM at `rate`. */
-function speechEndSamples(pcm: Buffer, rate: number): number {
-  const s = decodeLinear16(pcm);
-  const frame = (rate * FRAME_MS) / 1000;
-  let last = 0;
-  for (let f = 0; f + frame <= s.length; f += frame) {
-    let e = 0;
-    for (let i = f; i < f + frame; i++) e += (s[i] as number) ** 2;
-    if (10 * Math.log10(e / frame + 1e-12) > -45) last = f + frame;
-  }
-  return last || s.length;
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // 1. Set-up time from sipp's trace
@@ -324,7 +301,6 @@ async function phoneCall(server: TestServer, sentences: Buffer[], index: number,
 // Web callers: the agent WebSocket at 16 kHz
 // ---------------------------------------------------------------------------------------------------------
 
-const isAssistantFinal = (f: Frame) => f.type === 'transcript' && f.role === 'assistant';
 
 async function webCall(server: TestServer, agentId: string, sentences: Buffer[], index: number, delayMs: number, turns = TURNS): Promise<CallResult> {
   await sleep(delayMs);
@@ -352,15 +328,7 @@ async function webCall(server: TestServer, agentId: string, sentences: Buffer[],
   } catch (err) {
     out.error = err instanceof Error ? err.message : String(err);
   } finally {
-    if (c.closeCode === null) {
-      try {
-        c.send({ type: 'session.close' });
-      } catch {
-        /* closing already */
-      }
-      await Promise.race([c.closed, sleep(10_000)]);
-    }
-    c.close();
+    await closeCaller(c);
   }
   return out;
 }
@@ -451,17 +419,7 @@ try {
   const s = server;
   if (!s.sipPort) throw new Error('the server did not start its SIP leg');
   log(`server up (HTTP ${s.port}, SIP ${STACK_HOST}:${s.sipPort}); agent, trunk, caller speech`);
-  const agent = await s.request('POST', `${A}/agent`, {
-    body: {
-      name: 'telephony bench',
-      workflowType: 'workflow_graph',
-      workflowGraph: GRAPH,
-      firstMessage: OPENING,
-      llmIdleTimeoutConfig: { chatTimeoutTimeInSecs: 300, webcallTimeoutTimeInSecs: 300, telephonyTimeoutTimeInSecs: 300, maxRetries: 0 },
-    },
-  });
-  if (agent.status !== 201) throw new Error(`POST /agent -> ${agent.status}: ${agent.text}`);
-  const agentId = agent.body.data as string;
+  const agentId = await createBenchAgent(s, 'telephony bench');
   const trunk = await s.request('POST', `${A}/sip-trunk/inbound`, { body: { name: 'Bench carrier', numbers: [NUMBER] } });
   if (trunk.status !== 201) throw new Error(`POST /sip-trunk/inbound -> ${trunk.status}: ${trunk.text}`);
   const answers = await s.request('POST', `${A}/agent/${agentId}/answers`, { body: { sourceKind: 'sipTrunk', sourceId: trunk.body.data._id } });
