@@ -236,14 +236,14 @@ class PhoneCaller {
   private sendFrame(): void {
     if (!this.remote) return;
     let payload: Buffer;
-    const q = this.speechQueue;
-    if (q) {
+    const queued = this.speechQueue;
+    if (queued) {
       payload = Buffer.alloc(160, SILENCE);
-      q.copy(payload, 0, 0, Math.min(160, q.length));
-      if (q.length <= 160) {
+      queued.copy(payload, 0, 0, Math.min(160, queued.length));
+      if (queued.length <= 160) {
         this.speechQueue = null;
-        this.speechEndAt = performance.now() + (q.length / 8000) * 1000;
-      } else this.speechQueue = q.subarray(160);
+        this.speechEndAt = performance.now() + (queued.length / 8000) * 1000;
+      } else this.speechQueue = queued.subarray(160);
     } else payload = Buffer.alloc(160, SILENCE);
     const header = Buffer.alloc(12);
     header[0] = 0x80;

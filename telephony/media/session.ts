@@ -22,6 +22,8 @@ import { SrtpTransform } from './srtp.js';
 
 export const SAMPLE_RATE = 8000;
 export const FRAME_SAMPLES = 160;
+/** Milliseconds of audio in one frame (and between two ticks of the send clock). */
+const FRAME_MS = (FRAME_SAMPLES * 1000) / SAMPLE_RATE;
 /** Longest packet accepted (samples): 240 ms of G.711. */
 const MAX_PACKET_SAMPLES = 1920;
 /** A latched peer silent this long may be replaced by a new source (it moved: NAT rebinding, a re-INVITE). */
@@ -166,7 +168,7 @@ export class RtpSession {
     this.denoiser = denoiser;
     const depthMs = params.jitterDepthMs ?? 40;
     this.jitter = new JitterBuffer({ depthMs, frameSamples: FRAME_SAMPLES, sampleRate: SAMPLE_RATE });
-    this.depthFrames = Math.ceil(depthMs / 20);
+    this.depthFrames = Math.ceil(depthMs / FRAME_MS);
     this.silence = Buffer.alloc(FRAME_SAMPLES, params.codec === 'PCMU' ? linearToMuLaw(0) : linearToALaw(0));
     this.dest = { address: params.remote.address, port: params.remote.port };
     this.params = params;
@@ -325,7 +327,7 @@ export class RtpSession {
    */
   private playOverdue(): void {
     if (this.playoutStart === null) return;
-    let owed = Math.floor((performance.now() - this.playoutStart) / 20) + 1 - this.depthFrames - this.played;
+    let owed = Math.floor((performance.now() - this.playoutStart) / FRAME_MS) + 1 - this.depthFrames - this.played;
     if (owed > MAX_PLAYOUT_BURST) {
       this.played += owed - MAX_PLAYOUT_BURST;
       owed = MAX_PLAYOUT_BURST;
