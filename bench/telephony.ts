@@ -21,8 +21,12 @@
 //     A level is held when every phone call completed its turns and the server sent no mid-turn silence for lack of
 //     agent audio (parley_rtp_output_underrun_seconds_total) and skipped no send-clock tick
 //     (parley_rtp_clock_skipped_ticks_total): output never behind real time. Levels rise until one is not held.
+//  3. Where the RTP leg runs, side by side: BENCH_MEDIA_THREADS=worker,main starts one server per PARLEY_MEDIA_THREAD
+//     value (each with its own store, agent and trunk) and, at every level, runs the same phone calls against each in
+//     turn; the first is the one reported above and whose levels decide "held", the others get a table of their own.
 // Env: BENCH_SETUP_CALLS (60), BENCH_SETUP_RATE (4), BENCH_SETUP_HOLD_MS (500), BENCH_LEVELS (1,4,8,12,16),
-// BENCH_TURNS (4), BENCH_PAUSE_MS (1000), BENCH_STAGGER_MS (2000), BENCH_WS_RATE (8000 or 16000; 8000).
+// BENCH_TURNS (4), BENCH_PAUSE_MS (1000), BENCH_STAGGER_MS (2000), BENCH_WS_RATE (8000 or 16000; 8000),
+// BENCH_MEDIA_THREADS (worker; a comma list of worker and main).
 import dgram from 'node:dgram';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -65,6 +69,10 @@ const PAUSE_MS = intEnv('BENCH_PAUSE_MS', 1000, 0);
 const STAGGER_MS = intEnv('BENCH_STAGGER_MS', 2000, 0);
 const WS_RATE = intEnv('BENCH_WS_RATE', 8000, 8000);
 if (WS_RATE !== 8000 && WS_RATE !== 16000) throw new Error('BENCH_WS_RATE must be 8000 or 16000');
+const MEDIA_THREADS = (process.env.BENCH_MEDIA_THREADS ?? 'worker').split(',').map((m) => m.trim());
+if (!MEDIA_THREADS.length || MEDIA_THREADS.some((m) => m !== 'worker' && m !== 'main') || new Set(MEDIA_THREADS).size !== MEDIA_THREADS.length) {
+  throw new Error('BENCH_MEDIA_THREADS must be a comma list of distinct values, each worker or main');
+}
 
 
 const started = performance.now();
@@ -370,10 +378,14 @@ interface Side {
   errors: string[];
 }
 
+type SipSide = Side & { mediaThread: string; deviationP99Ms: number; deviationMaxMs: number; underrunS: number; skippedTicks: number; held: boolean };
+
 interface LevelRow {
   level: number;
-  sip: Side & { deviationP99Ms: number; deviationMaxMs: number; underrunS: number; skippedTicks: number; held: boolean };
+  sip: SipSide;
   ws: Side;
+  /** The same phone calls against the servers of the other BENCH_MEDIA_THREADS values. */
+  others: SipSide[];
 }
 
 async function side(server: TestServer, n: number, run: (i: number, delay: number) => Promise<CallResult>, records: () => Promise<TurnMetrics[]>): Promise<{ side: Side; results: CallResult[] }> {
@@ -404,27 +416,55 @@ async function side(server: TestServer, n: number, run: (i: number, delay: numbe
 // Main
 // ---------------------------------------------------------------------------------------------------------
 
-let server: TestServer | null = null;
-let store: StoreEnv | null = null;
+/** One server under test per BENCH_MEDIA_THREADS value; the first is the primary. */
+interface Target {
+  mediaThread: string;
+  store: StoreEnv;
+  server: TestServer | null;
+  /** Media counters at the end of the previous level. */
+  counters: { underrunS: number; skippedTicks: number };
+}
+
+const targets: Target[] = [];
 let failure: string | null = null;
 let setup: Awaited<ReturnType<typeof setupPhase>> | null = null;
 const rows: LevelRow[] = [];
-let serverExit: number | null = null;
-let serverProblems: string[] = [];
+const serverEnds: Array<{ mediaThread: string; exit: number | null; problems: string[] }> = [];
 let stoppedBecause: string | null = null;
 
-try {
-  store = freshStore('sqlite');
-  server = await startServer({ store, env: SERVER_ENV });
-  const s = server;
-  if (!s.sipPort) throw new Error('the server did not start its SIP leg');
-  log(`server up (HTTP ${s.port}, SIP ${STACK_HOST}:${s.sipPort}); agent, trunk, caller speech`);
-  const agentId = await createBenchAgent(s, 'telephony bench');
-  const trunk = await s.request('POST', `${A}/sip-trunk/inbound`, { body: { name: 'Bench carrier', numbers: [NUMBER] } });
-  if (trunk.status !== 201) throw new Error(`POST /sip-trunk/inbound -> ${trunk.status}: ${trunk.text}`);
-  const answers = await s.request('POST', `${A}/agent/${agentId}/answers`, { body: { sourceKind: 'sipTrunk', sourceId: trunk.body.data._id } });
-  if (answers.status !== 201) throw new Error(`POST /agent/{id}/answers -> ${answers.status}: ${answers.text}`);
+/** N phone calls against one target: the side's figures with the media counters of that server over the level. */
+async function phoneSide(t: Target, n: number, speech: Buffer[], seen: Set<string>): Promise<SipSide> {
+  const s = t.server as TestServer;
+  const phone = await side(s, n, (i, d) => phoneCall(s, speech, i, d), () => phoneRecords(s, seen));
+  const c1 = await mediaCounters(s);
+  const deviations = phone.results.flatMap((r) => r.deviations);
+  const underrunS = r1((c1.underrunS - t.counters.underrunS) * 1000) / 1000;
+  const skippedTicks = c1.skippedTicks - t.counters.skippedTicks;
+  t.counters = c1;
+  const held = phone.side.failed === 0 && underrunS === 0 && skippedTicks === 0;
+  return { ...phone.side, mediaThread: t.mediaThread, deviationP99Ms: q(deviations, 0.99), deviationMaxMs: r1(deviations.length ? Math.max(...deviations) : NaN), underrunS, skippedTicks, held };
+}
 
+try {
+  let agentId = '';
+  for (const [i, mediaThread] of MEDIA_THREADS.entries()) {
+    const t: Target = { mediaThread, store: freshStore('sqlite'), server: null, counters: { underrunS: 0, skippedTicks: 0 } };
+    targets.push(t);
+    t.server = await startServer({ store: t.store, env: { ...SERVER_ENV, PARLEY_MEDIA_THREAD: mediaThread, PARLEY_RTP_PORTS: `${10000 + i * 10000}-${19999 + i * 10000}` } });
+    const s = t.server;
+    if (!s.sipPort) throw new Error('the server did not start its SIP leg');
+    log(`server up, media thread ${mediaThread} (HTTP ${s.port}, SIP ${STACK_HOST}:${s.sipPort}); agent, trunk`);
+    const id = await createBenchAgent(s, 'telephony bench');
+    if (i === 0) agentId = id;
+    const trunk = await s.request('POST', `${A}/sip-trunk/inbound`, { body: { name: 'Bench carrier', numbers: [NUMBER] } });
+    if (trunk.status !== 201) throw new Error(`POST /sip-trunk/inbound -> ${trunk.status}: ${trunk.text}`);
+    const answers = await s.request('POST', `${A}/agent/${id}/answers`, { body: { sourceKind: 'sipTrunk', sourceId: trunk.body.data._id } });
+    if (answers.status !== 201) throw new Error(`POST /agent/{id}/answers -> ${answers.status}: ${answers.text}`);
+  }
+  const primary = targets[0] as Target;
+  const s = primary.server as TestServer;
+
+  log('caller speech');
   const phoneSpeech: Buffer[] = [];
   const webSpeech: Buffer[] = [];
   for (const text of CALLER_SENTENCES) {
@@ -440,17 +480,28 @@ try {
   setup = await setupPhase(s);
   log(`  INVITE -> 200 p50 ${fmt(setup.p50, 1)} ms, p95 ${fmt(setup.p95, 1)} ms over ${setup.calls} calls (finals ${JSON.stringify(setup.statuses)})`);
 
-  log('warm-up: one phone call and one web call, one turn each (not reported)');
-  const warm = [await phoneCall(s, phoneSpeech, 0, 0, 1), await webCall(s, agentId, webSpeech, 0, 0, 1)];
-  for (const w of warm) if (w.error) throw new Error(`warm-up call failed: ${w.error}`);
+  log('warm-up: one phone call per server and one web call, one turn each (not reported)');
   const seen = new Set<string>();
-  await phoneRecords(s, seen);
-  let c0 = await mediaCounters(s);
+  for (const t of targets) {
+    const w = await phoneCall(t.server as TestServer, phoneSpeech, 0, 0, 1);
+    if (w.error) throw new Error(`warm-up phone call (${t.mediaThread}) failed: ${w.error}`);
+    await phoneRecords(t.server as TestServer, seen);
+    t.counters = await mediaCounters(t.server as TestServer);
+  }
+  const warmWeb = await webCall(s, agentId, webSpeech, 0, 0, 1);
+  if (warmWeb.error) throw new Error(`warm-up web call failed: ${warmWeb.error}`);
 
   for (const n of LEVELS) {
-    log(`level ${n}: ${n} phone call(s) x ${TURNS} turns, then ${n} web call(s)`);
-    const phone = await side(s, n, (i, d) => phoneCall(s, phoneSpeech, i, d), () => phoneRecords(s, seen));
-    const c1 = await mediaCounters(s);
+    log(`level ${n}: ${n} phone call(s) x ${TURNS} turns${targets.length > 1 ? ` against each server (${MEDIA_THREADS.join(', ')})` : ''}, then ${n} web call(s)`);
+    const sips: SipSide[] = [];
+    for (const t of targets) {
+      const sip = await phoneSide(t, n, phoneSpeech, seen);
+      sips.push(sip);
+      log(
+        `  SIP (${t.mediaThread}) v2v p50 ${fmt(sip.v2vP50Ms)} p95 ${fmt(sip.v2vP95Ms)} ms; RTP deviation p99 ${fmt(sip.deviationP99Ms, 1)} ms; ` +
+          `underrun ${sip.underrunS} s, skipped ticks ${sip.skippedTicks}: ${sip.held ? 'held' : 'NOT held'}`,
+      );
+    }
     const webIds: string[] = [];
     const web = await side(
       s,
@@ -462,39 +513,29 @@ try {
       },
       async () => (await Promise.all(webIds.map((id) => endedCall(s, id)))).flatMap((c) => (c.turnMetrics ?? []) as TurnMetrics[]),
     );
-    const deviations = phone.results.flatMap((r) => r.deviations);
-    const underrunS = r1((c1.underrunS - c0.underrunS) * 1000) / 1000;
-    const skippedTicks = c1.skippedTicks - c0.skippedTicks;
-    c0 = await mediaCounters(s);
-    const held = phone.side.failed === 0 && underrunS === 0 && skippedTicks === 0;
-    const row: LevelRow = {
-      level: n,
-      sip: { ...phone.side, deviationP99Ms: q(deviations, 0.99), deviationMaxMs: r1(deviations.length ? Math.max(...deviations) : NaN), underrunS, skippedTicks, held },
-      ws: web.side,
-    };
+    const row: LevelRow = { level: n, sip: sips[0] as SipSide, ws: web.side, others: sips.slice(1) };
     rows.push(row);
-    log(
-      `  SIP v2v p50 ${fmt(row.sip.v2vP50Ms)} p95 ${fmt(row.sip.v2vP95Ms)} | WS v2v p50 ${fmt(row.ws.v2vP50Ms)} p95 ${fmt(row.ws.v2vP95Ms)} ms; ` +
-        `RTP deviation p99 ${fmt(row.sip.deviationP99Ms, 1)} ms; underrun ${underrunS} s, skipped ticks ${skippedTicks}: ${held ? 'held' : 'NOT held'}`,
-    );
-    if (!held) {
+    log(`  WS v2v p50 ${fmt(row.ws.v2vP50Ms)} p95 ${fmt(row.ws.v2vP95Ms)} ms`);
+    if (!row.sip.held) {
       stoppedBecause = `level ${n} not held`;
       break;
     }
   }
 } catch (err) {
   failure = err instanceof Error ? err.message : String(err);
-  if (server) failure += `\nserver exit code ${server.exitCode}; last log lines:\n${server.logs.slice(-15).join('\n')}`;
+  for (const t of targets) if (t.server) failure += `\nserver (${t.mediaThread}) exit code ${t.server.exitCode}; last log lines:\n${t.server.logs.slice(-15).join('\n')}`;
 } finally {
   killPeers();
-  if (server) ({ exit: serverExit, problems: serverProblems } = await stopAndCollectProblems(server));
-  if (store) await store.cleanup();
+  for (const t of targets) {
+    if (t.server) serverEnds.push({ mediaThread: t.mediaThread, ...(await stopAndCollectProblems(t.server)) });
+    await t.store.cleanup();
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------
 // Report
 // ---------------------------------------------------------------------------------------------------------
-console.log(`\nPhone calls over SIP/RTP beside web calls at ${WS_RATE} Hz (node ${process.version}, ${os.cpus().length} CPUs, ${TURNS} turns per caller, pause ${PAUSE_MS} ms, start spread ${STAGGER_MS} ms)`);
+console.log(`\nPhone calls over SIP/RTP (media thread ${MEDIA_THREADS[0]}) beside web calls at ${WS_RATE} Hz (node ${process.version}, ${os.cpus().length} CPUs, ${TURNS} turns per caller, pause ${PAUSE_MS} ms, start spread ${STAGGER_MS} ms)`);
 if (setup) console.log(`\nCall set-up (sipp uac, ${SETUP_CALLS} calls at ${SETUP_RATE}/s): INVITE -> 200 OK p50 ${fmt(setup.p50, 1)} ms, p95 ${fmt(setup.p95, 1)} ms, max ${fmt(setup.max, 1)} ms over ${setup.calls} answered calls; finals ${JSON.stringify(setup.statuses)}`);
 printTable(
   'Voice to voice (caller stops speaking -> first agent audio at the caller), ms; engine e2e from the call records; SIP media quality',
@@ -520,7 +561,20 @@ printTable(
   ]),
   0,
 );
-for (const r of rows) for (const e of [...r.sip.errors.map((x) => `SIP: ${x}`), ...r.ws.errors.map((x) => `WS: ${x}`)].slice(0, 4)) console.log(`  ${r.level} calls: ${e.slice(0, 300)}`);
+if (targets.length > 1) {
+  printTable(
+    'The same phone calls by where the RTP leg runs (PARLEY_MEDIA_THREAD), each against its own server, in turn at every level',
+    ['calls', 'media thread', 'SIP v2v p50', 'SIP v2v p95', 'SIP e2e p50', 'RTP dev p99', 'RTP dev max', 'underrun s', 'skipped', 'srv CPU', 'failed', 'held'],
+    rows.flatMap((r) =>
+      [r.sip, ...r.others].map((x) => [
+        String(r.level), x.mediaThread, fmt(x.v2vP50Ms), fmt(x.v2vP95Ms), fmt(x.e2eP50Ms), fmt(x.deviationP99Ms, 1), fmt(x.deviationMaxMs, 1),
+        String(x.underrunS), String(x.skippedTicks), `${fmt(x.serverCpuPct)}%`, String(x.failed), x.held ? 'yes' : 'NO',
+      ]),
+    ),
+    0,
+  );
+}
+for (const r of rows) for (const e of [...r.others.flatMap((o) => o.errors.map((x) => `SIP (${o.mediaThread}): ${x}`)), ...r.sip.errors.map((x) => `SIP: ${x}`), ...r.ws.errors.map((x) => `WS: ${x}`)].slice(0, 4)) console.log(`  ${r.level} calls: ${e.slice(0, 300)}`);
 if (stoppedBecause) console.log(`  stopped: ${stoppedBecause}`);
 
 const held = rows.filter((r) => r.sip.held && rows.every((x) => x.level > r.level || x.sip.held));
@@ -543,8 +597,10 @@ console.log(`  set-up p50 <= ${GOAL_SETUP_P50_MS} ms: ${fmt(goals.setupP50Ms, 1)
 console.log(`  SIP voice-to-voice within ${GOAL_V2V_DELTA_MS} ms of the WebSocket (p50): 1 call ${fmt(goals.v2vDeltaAt1Ms)} ms, ${goals.maxCallsHeld} calls ${fmt(goals.v2vDeltaAtMaxMs)} ms ${met(goals.v2vMet)}`);
 console.log(`  RTP inter-packet deviation p99 <= ${GOAL_DEVIATION_P99_MS} ms at ${goals.maxCallsHeld} calls: ${fmt(goals.deviationP99AtMaxMs, 1)} ms ${met(goals.deviationMet)}`);
 console.log(`  concurrent calls held with output never behind real time: ${goals.maxCallsHeld}${goals.firstLevelNotHeld ? ` (level ${goals.firstLevelNotHeld} was not)` : ' (highest level run)'}`);
-console.log(`\nserver: exit code on SIGTERM ${serverExit}; ${serverProblems.length} log lines at warn or above / stderr`);
-for (const l of serverProblems.slice(0, 10)) console.log(`  ${l.slice(0, 300)}`);
+for (const end of serverEnds) {
+  console.log(`\nserver (media thread ${end.mediaThread}): exit code on SIGTERM ${end.exit}; ${end.problems.length} log lines at warn or above / stderr`);
+  for (const l of end.problems.slice(0, 10)) console.log(`  ${l.slice(0, 300)}`);
+}
 if (failure) console.log(`\nRUN FAILED: ${failure}`);
 
 const outFile = resultPath('telephony');
@@ -556,11 +612,11 @@ writeFileSync(
       node: process.version,
       cpus: os.cpus().length,
       timestamp: new Date().toISOString(),
-      config: { wsRate: WS_RATE, setupCalls: SETUP_CALLS, setupRate: SETUP_RATE, setupHoldMs: SETUP_HOLD_MS, levels: LEVELS, turns: TURNS, pauseMs: PAUSE_MS, staggerMs: STAGGER_MS, serverEnv: SERVER_ENV },
+      config: { mediaThreads: MEDIA_THREADS, wsRate: WS_RATE, setupCalls: SETUP_CALLS, setupRate: SETUP_RATE, setupHoldMs: SETUP_HOLD_MS, levels: LEVELS, turns: TURNS, pauseMs: PAUSE_MS, staggerMs: STAGGER_MS, serverEnv: SERVER_ENV },
       goals,
       setup,
       levels: rows,
-      server: { exitCode: serverExit, problems: serverProblems },
+      servers: serverEnds,
       failure,
     },
     null,

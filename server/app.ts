@@ -42,7 +42,14 @@ import { agentConnectSocket } from '../transports/ws/agent-connect.js';
 import { SessionLimits } from '../transports/ws/session-limits.js';
 import { SipStack } from '../telephony/sip/stack.js';
 import { InboundCalls } from '../telephony/inbound.js';
-import { rtpPorts } from '../telephony/media/ports.js';
+import { PortAllocator } from '../telephony/media/ports.js';
+import { mainThreadLegs } from '../telephony/media/leg.js';
+import { MediaWorker } from '../telephony/media/remote.js';
+import { OutboundDialer } from '../telephony/outbound/dialer.js';
+import { LocalPacer, RedisPacer } from '../telephony/outbound/pacer.js';
+import { outboundRoutes, type OutboundRouteDeps } from '../transports/routes/outbound.js';
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
 import type { Settings } from './settings.js';
 
 export interface RunningApp {
@@ -96,6 +103,8 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   webhookRoutes(server, settings.atomsPrefix, ctx);
   telephonyRoutes(server, settings.atomsPrefix, ctx);
   telephonyAgentRoutes(server, settings.atomsPrefix, ctx);
+  const outbound: OutboundRouteDeps = { dialer: null, maxQueuedPerAddress: settings.outboundQueue };
+  outboundRoutes(server, settings.atomsPrefix, ctx, outbound);
   tokenRoutes(server, settings.wavesPrefix, tokens, new RateLimiter(), settings.tokenMintsPerMinute);
   const registry = new ModelRegistry({
     cacheDir: path.join(settings.dataDir, 'models-cache'),
@@ -138,7 +147,21 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   if (resumed) logger.info({ resumed }, 'resumed deferred security scans');
   // Telephony: the SIP leg (PARLEY_SIP_PORT=off disables it), before the HTTP port opens so `listening` means ready.
   const sip = settings.sip.port === null ? null : await SipStack.start({ host: settings.sip.host, port: settings.sip.port, publicAddress: settings.sip.publicAddress, logger });
-  const inbound = sip ? new InboundCalls(sip, { db: store.db, runtime, limits, secrets: webhookSecrets, carrier: settings.carrier, logger, ports: rtpPorts(), metrics: new TelephonyMetrics(metrics.registry) }) : null;
+  const media = settings.sip.mediaThread === 'worker' ? new MediaWorker(settings.sip.rtpPorts) : mainThreadLegs(new PortAllocator(settings.sip.rtpPorts));
+  if (sip && media instanceof MediaWorker) await media.start();
+  const telephonyMetrics = new TelephonyMetrics(metrics.registry);
+  const inbound = sip ? new InboundCalls(sip, { db: store.db, runtime, limits, secrets: webhookSecrets, carrier: settings.carrier, logger, media, mediaTimeoutSecs: settings.sip.rtpTimeoutSecs, metrics: telephonyMetrics }) : null;
+  // Outbound calls: paced per carrier address in this process, or with every server sharing PARLEY_REDIS_URL.
+  const pacer = sip ? (settings.redisUrl ? new RedisPacer(settings.redisUrl) : new LocalPacer()) : null;
+  const dialer = sip && pacer
+    ? new OutboundDialer(sip, {
+        db: store.db, runtime, limits, media, pacer, secrets: webhookSecrets, carrier: settings.carrier, logger, metrics: telephonyMetrics,
+        owner: `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`, mediaTimeoutSecs: settings.sip.rtpTimeoutSecs,
+        ringSecs: settings.outboundRingSecs,
+      })
+    : null;
+  outbound.dialer = dialer;
+  dialer?.start();
   if (sip) logger.info({ sipPort: sip.port, host: sip.host, publicAddress: sip.publicAddress }, 'sip listening');
   const port = await server.listen(settings.host, settings.port);
   logger.info({ port, host: settings.host, atoms: settings.atomsPrefix, waves: settings.wavesPrefix }, 'listening');
@@ -148,10 +171,12 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
     port,
     logger,
     async stop() {
-      const calls = Promise.all([agentSockets.endAll('server_shutdown'), inbound?.endAll('server_shutdown')]);
+      const calls = Promise.all([agentSockets.endAll('server_shutdown'), inbound?.endAll('server_shutdown'), dialer?.stop('server_shutdown')]);
       await server.drain(settings.shutdownTimeoutMs);
       await calls;
       await sip?.close();
+      await media.close();
+      await pacer?.close();
       server.close();
       await keys.close();
       await scanner.close();

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { isIPv4 } from 'node:net';
 import { STT_DEFAULTS } from '../engine/models/defaults.js';
 import { defaultPublicAddress } from '../telephony/sip/address.js';
+import { DEFAULT_RTP_PORTS, parsePortRange, type PortRange } from '../telephony/media/ports.js';
 import { TRANSPORTS, parseCarrierAddress, validateAddressList, type Transport } from '../control-plane/telephony/validation.js';
 import { parseReworkDate } from '../control-plane/telephony/window.js';
 
@@ -62,7 +63,15 @@ export interface Settings {
   /** Overrides the stored telephony rework release date (start of the 45-day window of deprecated telephony items). */
   telephonyReworkDate?: Date;
   /** SIP signalling: UDP and TCP on one port (0: an ephemeral port; null: `off`), the bind address, and the address put in Via, Contact and SDP. */
-  sip: { port: number | null; host: string; publicAddress: string };
+  /** mediaThread: where calls' RTP runs (PARLEY_MEDIA_THREAD: `worker`, the default, or `main`). */
+  /** rtpTimeoutSecs: a call whose caller sends no RTP this long is hung up (PARLEY_RTP_TIMEOUT_SECS; 0: never). */
+  sip: { port: number | null; host: string; publicAddress: string; rtpPorts: PortRange; mediaThread: 'worker' | 'main'; rtpTimeoutSecs: number };
+  /** Redis shared by several servers (PARLEY_REDIS_URL): the outbound pace per carrier address is kept there. */
+  redisUrl?: string;
+  /** Outbound calls that may wait per carrier address (PARLEY_OUTBOUND_QUEUE); beyond it 429 with Retry-After. */
+  outboundQueue: number;
+  /** How long an outbound call rings before we CANCEL it (PARLEY_OUTBOUND_RING_SECS): a no-answer. */
+  outboundRingSecs: number;
 }
 
 export interface CarrierSettings {
@@ -111,7 +120,9 @@ function sipSettings(env: NodeJS.ProcessEnv): Settings['sip'] {
   if (!isIPv4(publicAddress) && !/^(?=.{1,253}$)[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/.test(publicAddress)) {
     throw new Error('PARLEY_SIP_PUBLIC_ADDRESS must be an IPv4 address or a host name');
   }
-  return { port, host, publicAddress };
+  const mediaThread = (env.PARLEY_MEDIA_THREAD || 'worker').trim().toLowerCase();
+  if (mediaThread !== 'worker' && mediaThread !== 'main') throw new Error('PARLEY_MEDIA_THREAD must be worker or main');
+  return { port, host, publicAddress, rtpPorts: parsePortRange(env.PARLEY_RTP_PORTS ?? DEFAULT_RTP_PORTS), mediaThread, rtpTimeoutSecs: int(env, 'PARLEY_RTP_TIMEOUT_SECS', 60, 0) };
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, dflt: number, min: number): number {
@@ -194,6 +205,9 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     carrier: carrier(env),
     telephonyReworkDate: parseReworkDate(env.PARLEY_TELEPHONY_REWORK_DATE),
     sip: sipSettings(env),
+    redisUrl: env.PARLEY_REDIS_URL || undefined,
+    outboundQueue: int(env, 'PARLEY_OUTBOUND_QUEUE', 1000, 1),
+    outboundRingSecs: int(env, 'PARLEY_OUTBOUND_RING_SECS', 60, 1),
     llm: env.PARLEY_LLM_BASE_URL
       ? { baseUrl: env.PARLEY_LLM_BASE_URL.replace(/\/+$/, ''), model: env.PARLEY_LLM_MODEL || 'gpt-4o-mini', apiKey: env.PARLEY_LLM_API_KEY || undefined }
       : undefined,

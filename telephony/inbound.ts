@@ -14,8 +14,7 @@ import { challenge, verify } from './sip/digest.js';
 import type { SipRequest, SipResponse } from './sip/message.js';
 import type { SipStack } from './sip/stack.js';
 import { negotiate } from './media/sdp.js';
-import { RtpSession } from './media/session.js';
-import type { PortAllocator } from './media/ports.js';
+import type { MediaLeg, MediaLegs } from './media/leg.js';
 import { PhoneCall } from './phone-call.js';
 import type { TelephonyMetrics } from './metrics.js';
 
@@ -27,7 +26,10 @@ export interface InboundDeps {
   secrets: WebhookSecretBox;
   carrier: CarrierSettings;
   logger: Logger;
-  ports?: PortAllocator;
+  /** Where calls' RTP legs run (the media worker thread, or the main thread). */
+  media: MediaLegs;
+  /** A call whose caller sends no RTP this long (while not on hold) is hung up; 0 never. */
+  mediaTimeoutSecs?: number;
   /** The digest realm we challenge with. */
   realm?: string;
   metrics?: TelephonyMetrics;
@@ -35,6 +37,12 @@ export interface InboundDeps {
 
 /** Platform-number calls (no trunk): the carrier's defaults. */
 const PLATFORM_DEFAULTS = { mediaEncryption: 'allow' as const, noiseSuppression: false, ringingTimeoutSecs: 30, maxCallDurationSecs: 3600 };
+/**
+ * How far ahead of real time the agent's audio goes to the media leg. The leg's send clock runs on the media worker
+ * thread and keeps sending while the main thread is busy; this much queued there rides out a main-thread stall of
+ * that length without a gap the caller hears. Barge-in drops whatever is queued at once, so it costs no latency.
+ */
+const PHONE_OUTPUT_LEAD_MS = 200;
 /** How long a refused caller should wait (503). */
 const RETRY_AFTER_S = 5;
 
@@ -120,6 +128,13 @@ export class InboundCalls {
       return;
     }
     const policy = trunk ?? PLATFORM_DEFAULTS;
+    // An offer we cannot answer is refused before it takes a place or an RTP port (the real answer, with the bound
+    // port, is made below; the offer decides the outcome, the port does not).
+    const checked = negotiate(req.body, { encryption: policy.mediaEncryption, localAddress: this.stack.publicAddress, localPort: 9 });
+    if (!checked.ok) {
+      res.send(checked.status, checked.status === 488 ? 'Not Acceptable Here' : 'Bad Request', { headers: { Warning: `399 parley "${checked.reason.replace(/"/g, "'")}"` } });
+      return;
+    }
     let lease;
     try {
       lease = this.deps.limits.acquire('speech', `org:${route.orgId}`);
@@ -127,15 +142,12 @@ export class InboundCalls {
       res.send(503, 'Service Unavailable', { headers: { 'Retry-After': String(err instanceof ApiError ? RETRY_AFTER_S : RETRY_AFTER_S) } });
       return;
     }
-    let rtp: RtpSession | null = null;
+    let rtp: MediaLeg | null = null;
     let phone: PhoneCall | null = null;
     try {
-      rtp = await RtpSession.bind({ localAddress: this.stack.host === '0.0.0.0' ? '0.0.0.0' : this.stack.host, ports: this.deps.ports });
+      rtp = await this.deps.media.bind(this.stack.host === '0.0.0.0' ? '0.0.0.0' : this.stack.host);
       const answer = negotiate(req.body, { encryption: policy.mediaEncryption, localAddress: this.stack.publicAddress, localPort: rtp.localPort });
-      if (!answer.ok) {
-        res.send(answer.status, answer.status === 488 ? 'Not Acceptable Here' : 'Bad Request', { headers: { Warning: `399 parley "${answer.reason.replace(/"/g, "'")}"` } });
-        throw new Refused();
-      }
+      if (!answer.ok) throw new Error(`the offer answered before binding was refused after: ${answer.reason}`);
       res.send(180, 'Ringing');
       // The agent must be ready within the trunk's ringing timeout; a CANCEL ends the wait (and frees the place) at once.
       const canceled = new Promise<null>((r) => (req.canceled ? r(null) : req.once('cancel', () => r(null))));
@@ -168,7 +180,7 @@ export class InboundCalls {
         }
         throw err;
       });
-      await rtp.start({ ...answer, noiseSuppression: policy.noiseSuppression });
+      await rtp.start({ ...answer, noiseSuppression: policy.noiseSuppression, mediaTimeoutMs: (this.deps.mediaTimeoutSecs ?? 0) * 1000 });
       const metrics = this.deps.metrics;
       metrics?.answered('inbound', (answeredAt - receivedAt) / 1000);
       const answered = new PhoneCall(dialog, rtp, lease, logger, policy.maxCallDurationSecs, metrics && { sink: metrics, direction: 'inbound' });
@@ -185,6 +197,7 @@ export class InboundCalls {
           variables: {},
           inputRate: 8000,
           outputRate: 8000,
+          outputLeadMs: PHONE_OUTPUT_LEAD_MS,
           fromNumber: caller,
           toNumber: called ?? undefined,
         },
@@ -193,7 +206,7 @@ export class InboundCalls {
       answered.attach(call);
       logger.info({ callId: call.callId, sipCallId: dialog.callId, to: called, trunk: trunk?.id ?? null }, 'inbound call answered');
     } catch (err) {
-      rtp?.close();
+      void rtp?.finish();
       lease.release();
       if (err instanceof Refused) return;
       // Answered, but the agent could not start: hang up.

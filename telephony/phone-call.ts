@@ -7,7 +7,8 @@ import type { SessionEvent } from '../engine/agent/session.js';
 import { floatToInt16 } from '../engine/audio/pcm.js';
 import { KeypadCollector } from '../engine/agent/keypad.js';
 import type { Dialog } from './sip/dialog.js';
-import type { RtpSession } from './media/session.js';
+import type { MediaLeg } from './media/leg.js';
+import { parseSdp } from './media/sdp-parse.js';
 import type { Lease } from '../transports/ws/session-limits.js';
 import type { CallDirection, TelephonyMetrics } from './metrics.js';
 
@@ -22,7 +23,7 @@ export class PhoneCall {
 
   constructor(
     readonly dialog: Dialog,
-    private readonly rtp: RtpSession,
+    private readonly rtp: MediaLeg,
     private readonly lease: Lease,
     private readonly logger: Logger,
     maxDurationSecs: number,
@@ -32,11 +33,25 @@ export class PhoneCall {
     this.keypad = new KeypadCollector((keys) => this.call?.session.pressKeys(keys));
     rtp.onAudio = (frame) => this.call?.session.pushAudio(new Uint8Array(frame.buffer, frame.byteOffset, frame.byteLength));
     rtp.onDtmf = (digit) => this.keypad.press(digit);
-    rtp.onError = (err) => this.logger.warn({ err: err.message, callId: dialog.callId }, 'phone call media error');
+    rtp.onMediaTimeout = () => {
+      this.logger.info({ callId: dialog.callId }, 'phone call media timeout: no RTP from the caller');
+      this.end('media_timeout');
+    };
+    // A re-INVITE (or UPDATE) that holds the call stops the media timeout while the caller sends nothing.
+    dialog.on('modify', () => {
+      rtp.peerSending = peerSends(dialog.remoteSdp);
+    });
+    rtp.onError = (err) => {
+      this.logger.warn({ err: err.message, callId: dialog.callId }, 'phone call media error');
+      // The leg itself is gone (its worker died): the caller hears nothing any more, so the call ends.
+      if (rtp.isClosed && !this.closed) this.end('media_error');
+    };
     dialog.on('destroy', (info) => {
       if (info.by === 'remote') this.end('caller_hangup');
       else this.close();
     });
+    // Hung up already while the media leg was starting: the session ends as soon as it is attached.
+    if (dialog.destroyed) this.close();
     this.maxDuration = setTimeout(() => this.end('max_duration'), maxDurationSecs * 1000);
     this.maxDuration.unref();
   }
@@ -95,9 +110,17 @@ export class PhoneCall {
     this.closed = true;
     if (this.maxDuration) clearTimeout(this.maxDuration);
     this.keypad.close();
-    this.rtp.close();
-    this.metrics?.sink.ended(this.metrics.direction, this.rtp.stats());
+    const metrics = this.metrics;
+    void this.rtp.finish().then((stats) => metrics?.sink.ended(metrics.direction, stats));
     this.lease.release();
     if (!this.call) this.resolveDone();
   }
+}
+
+/** Whether an SDP's audio stream says its sender sends (sendrecv or sendonly); an unreadable one counts as sending. */
+function peerSends(sdp: string): boolean {
+  const parsed = parseSdp(sdp);
+  if ('status' in parsed) return true;
+  const audio = parsed.media.find((m) => m.media === 'audio' && m.port !== 0);
+  return audio ? audio.direction === 'sendrecv' || audio.direction === 'sendonly' : false;
 }

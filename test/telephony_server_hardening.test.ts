@@ -37,7 +37,7 @@ const offer = ['v=0', 'o=- 1 1 IN IP4 127.0.0.1', 's=-', 'c=IN IP4 127.0.0.1', '
 const CUT_IN_C = offer.indexOf('c=IN IP4') + 'c=IN I'.length;
 
 describe.each(testDialects())('telephony hardening on %s', (dialect) => {
-  const suite = sipServerForSuite(dialect);
+  const suite = sipServerForSuite(dialect, { PARLEY_RTP_TIMEOUT_SECS: '5' });
   let server: TestServer;
   let agentId: string;
 
@@ -198,7 +198,8 @@ describe.each(testDialects())('telephony hardening on %s', (dialect) => {
     peers.push(caller);
     const call = await caller.invite({ to: '+15550600002' });
     expect(call.final.status, call.final.text).toBe(200);
-    const bye = await caller.awaitBye(call, 75_000);
+    const stopRtp = caller.sendRtp(call); // a live line: the media timeout (5 s here) must not end it first
+    const bye = await caller.awaitBye(call, 75_000).finally(stopRtp);
     const after = bye.at - call.final.at;
     expect(after).toBeGreaterThanOrEqual(59_000);
     expect(after).toBeLessThan(70_000);
@@ -209,4 +210,22 @@ describe.each(testDialects())('telephony hardening on %s', (dialect) => {
     expect(record.duration).toBeGreaterThanOrEqual(58);
     expect(record.duration).toBeLessThan(70);
   }, 100_000);
+
+  it('hangs up a caller that sends no RTP for PARLEY_RTP_TIMEOUT_SECS with a BYE, and records media_timeout', async () => {
+    await answeredTrunk(server, agentId, { numbers: ['+15550600003'] });
+    const caller = await RawCaller.open({ host: STACK_HOST, port: server.sipPort });
+    peers.push(caller);
+    const call = await caller.invite({ to: '+15550600003' });
+    expect(call.final.status, call.final.text).toBe(200);
+    // Packets for 2 s, then the line goes dead: the BYE comes 5 s after the last packet.
+    const stopRtp = caller.sendRtp(call, 200);
+    await sleep(2000);
+    stopRtp();
+    const silentFrom = Date.now();
+    const bye = await caller.awaitBye(call, 15_000);
+    expect(bye.at - silentFrom).toBeGreaterThanOrEqual(4500);
+    expect(bye.at - silentFrom).toBeLessThan(8000);
+    const [latest] = await phoneCalls(server);
+    expect(await endedCall(server, latest!.callId)).toMatchObject({ to: '+15550600003', status: 'completed', endReason: 'media_timeout' });
+  }, 30_000);
 });

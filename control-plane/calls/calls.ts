@@ -60,6 +60,8 @@ export interface NewCall {
   toNumber?: string | null;
   /** A call id announced before the call started (from newCallId()); a new one otherwise. */
   callId?: string;
+  /** The record's first status (`in_progress`; an outbound call waiting for its dialer is `in_queue`). */
+  status?: CallStatus;
 }
 
 export interface CallPatch {
@@ -96,7 +98,7 @@ export async function createCall(db: Db | Tx, input: NewCall): Promise<{ id: str
       type: input.type,
       mode: input.mode,
       is_test: input.isTest ? 1 : 0,
-      status: 'in_progress',
+      status: input.status ?? 'in_progress',
       from_number: input.fromNumber ?? null,
       to_number: input.toNumber ?? null,
       started_at: now,
@@ -113,6 +115,31 @@ export async function createCall(db: Db | Tx, input: NewCall): Promise<{ id: str
     })
     .execute();
   return { id, callId };
+}
+
+/**
+ * An outbound call's queued record becomes the running call: the fields createCall sets, status `in_progress`, started
+ * now. False when the record is gone or no longer waiting (canceled meanwhile).
+ */
+export async function activateQueuedCall(db: Db | Tx, input: NewCall & { callId: string }): Promise<boolean> {
+  const now = nowIso();
+  const result = await db
+    .updateTable('calls')
+    .set({
+      branch_id: input.branchId ?? null,
+      revision_id: input.revisionId ?? null,
+      config_source: input.configSource,
+      status: 'in_progress',
+      started_at: now,
+      variables: JSON.stringify(input.variables),
+      voice_config: JSON.stringify(input.voiceConfig),
+      slm_model: input.slmModel ?? null,
+      updated_at: now,
+    })
+    .where('call_id', '=', input.callId)
+    .where('status', 'in', ['in_queue', 'processing'])
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }
 
 /** Applies the given fields (others unchanged); false when no call has this call id. */

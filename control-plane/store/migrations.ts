@@ -419,6 +419,37 @@ const migrations: Record<string, Migration> = {
       await db.insertInto('server_secrets').values({ name: 'telephony_rework_date', value: now, created_at: now }).execute();
     },
   },
+  '0012_outbound_calls': {
+    async up(db: Kysely<any>) {
+      // Outbound calls waiting for, or placed by, the dialer: one row per call (its record is in `calls`, same call_id).
+      // `state`: queued -> claimed (a dialer took it and waits for its carrier's pace) -> dialing (INVITE sent) -> done.
+      // `queue_order` is FIFO per carrier address (`pace_key`, a trunk's address_key); `claimed_by`/`claimed_at` a lease,
+      // so a claim left by a dead server goes back to the queue, while a call it may have dialed is never dialed again.
+      await db.schema
+        .createTable('outbound_calls')
+        .addColumn('call_id', 'text', (c) => c.primaryKey())
+        .addColumn('org_id', 'text', (c) => c.notNull().references('organizations.id').onDelete('cascade'))
+        .addColumn('agent_id', 'text', (c) => c.notNull())
+        .addColumn('to_number', 'text', (c) => c.notNull())
+        .addColumn('from_number', 'text', (c) => c.notNull())
+        .addColumn('trunk_id', 'text')
+        .addColumn('pace_key', 'text', (c) => c.notNull())
+        .addColumn('revision_id', 'text')
+        .addColumn('variables', 'text', (c) => c.notNull())
+        .addColumn('is_test', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('queue_order', 'text', (c) => c.notNull())
+        .addColumn('claimed_by', 'text')
+        .addColumn('claimed_at', 'text')
+        .addColumn('cancel_requested', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('retry_of', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('outbound_calls_queue').on('outbound_calls').columns(['state', 'pace_key', 'queue_order']).execute();
+      await db.schema.createIndex('outbound_calls_retry').on('outbound_calls').columns(['retry_of']).execute();
+    },
+  },
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -363,6 +363,33 @@ export interface TransferSourcesTable {
   updated_at: string;
 }
 
+/** Outbound calls for the dialer (migration 0012); the call's record is the `calls` row with the same call_id. */
+export interface OutboundCallsTable {
+  call_id: string;
+  org_id: string;
+  agent_id: string;
+  to_number: string;
+  from_number: string;
+  /** The outbound trunk dialed through; null: the platform carrier. */
+  trunk_id: string | null;
+  /** The carrier address the call is paced on (`transport:host:port`). */
+  pace_key: string;
+  /** A revision to run (`versionId`); null: the agent's live configuration. */
+  revision_id: string | null;
+  /** JSON object of the request's variables. */
+  variables: string;
+  is_test: number;
+  /** 'queued' | 'claimed' | 'dialing' | 'done'. */
+  state: string;
+  queue_order: string;
+  claimed_by: string | null;
+  claimed_at: string | null;
+  cancel_requested: number;
+  retry_of: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;
@@ -386,4 +413,5 @@ export interface Database {
   answer_sources: AnswerSourcesTable;
   caller_ids: CallerIdsTable;
   transfer_sources: TransferSourcesTable;
+  outbound_calls: OutboundCallsTable;
 }

@@ -4,6 +4,8 @@ export class FrameQueue {
   private chunks: Int16Array[] = [];
   private offset = 0;
   private samples = 0;
+  /** Samples ever taken out or dropped by clear(): with the samples ever pushed, what is still queued. */
+  consumed = 0;
 
   constructor(readonly frameSamples = 160) {}
 
@@ -21,6 +23,7 @@ export class FrameQueue {
 
   /** Drops everything queued. */
   clear(): void {
+    this.consumed += this.samples;
     this.chunks = [];
     this.offset = 0;
     this.samples = 0;
@@ -41,6 +44,7 @@ export class FrameQueue {
       o += k;
       this.offset += k;
       this.samples -= k;
+      this.consumed += k;
       if (this.offset === head.length) {
         this.chunks.shift();
         this.offset = 0;

@@ -52,6 +52,11 @@ export type RtpStartParams = Pick<MediaParams, 'codec' | 'payloadType' | 'dtmfPa
      * to onAudio at once: recognition wants it early, not smoothed for a loudspeaker.
      */
     jitterDepthMs?: number;
+    /**
+     * No caller RTP for this long while the peer is meant to be sending: onMediaTimeout (once). 0 or absent: never.
+     * Counts from start() and from each packet; a peer on hold (it does not send) is not timed.
+     */
+    mediaTimeoutMs?: number;
   };
 
 export interface RtpSessionStats extends JitterStats {
@@ -86,6 +91,13 @@ export class RtpSession {
   onAudio: ((frame: Int16Array) => void) | null = null;
   onDtmf: ((digit: string) => void) | null = null;
   onError: ((err: Error) => void) | null = null;
+  /**
+   * After a send-clock wake-up that took agent audio from the queue: the samples ever taken out or dropped by clear()
+   * (with the samples ever given to send(), what is still queued). The media worker reports it to the main thread.
+   */
+  onConsumed: ((samples: number) => void) | null = null;
+  /** No caller RTP for the start params' mediaTimeoutMs while the peer was meant to be sending (called once). */
+  onMediaTimeout: (() => void) | null = null;
 
   private params: RtpStartParams | null = null;
   private srtp: SrtpTransform | null = null;
@@ -115,6 +127,8 @@ export class RtpSession {
     packetsIn: 0, packetsOut: 0, bytesIn: 0, bytesOut: 0, malformed: 0, srtpFailures: 0, ignored: 0, rtcpIn: 0, dtmfIn: 0, dtmfOut: 0, sendErrors: 0, underrunFrames: 0,
   };
   private speakingNow = false;
+  /** Whether the current turn's first audio has been queued. */
+  private turnAudio = false;
   /** Caller frames handed to onAudio, and when the first was (the playout clock's origin). */
   private played = 0;
   private playoutStart: number | null = null;
@@ -122,6 +136,10 @@ export class RtpSession {
   /** Silence frames sent since the agent's queued audio ran dry while speaking. */
   private dryFrames = 0;
   private lastPacketAt: number | null = null;
+  /** Whether the peer's SDP says it sends (not on hold), and since when the media timeout counts. */
+  private peerSends = true;
+  private quietSince = 0;
+  private timedOut = false;
 
   private constructor(
     private readonly bound: BoundPort,
@@ -172,6 +190,8 @@ export class RtpSession {
     this.silence = Buffer.alloc(FRAME_SAMPLES, params.codec === 'PCMU' ? linearToMuLaw(0) : linearToALaw(0));
     this.dest = { address: params.remote.address, port: params.remote.port };
     this.params = params;
+    this.peerSends = params.direction !== 'sendonly' && params.direction !== 'inactive';
+    this.quietSince = performance.now();
     this.clock.start();
   }
 
@@ -179,16 +199,32 @@ export class RtpSession {
   send(pcm: Int16Array): void {
     if (this.closed) return;
     this.out.push(pcm);
-    if (this.dryFrames > 0 && pcm.length > 0) {
+    if (pcm.length === 0) return;
+    this.turnAudio = true;
+    if (this.dryFrames > 0) {
       this.counters.underrunFrames += this.dryFrames;
       this.dryFrames = 0;
     }
   }
 
-  /** Whether the agent is speaking now (its turn's audio is still coming): silence sent then is an underrun. */
+  /**
+   * Whether the agent is speaking now (its turn's audio is still coming): silence sent then is an underrun. A turn
+   * starts with its first audio: ticks between this and the first send() are not counted (on the media worker, the
+   * two messages can arrive a tick apart).
+   */
   set speaking(on: boolean) {
     this.speakingNow = on;
+    this.turnAudio = false;
     this.dryFrames = 0;
+  }
+
+  /**
+   * Whether the peer is meant to be sending now, from its latest SDP: a peer that holds the call with `recvonly` or
+   * `inactive` sends nothing and is not timed out; when it resumes, the media timeout counts from then.
+   */
+  set peerSending(on: boolean) {
+    if (on && !this.peerSends) this.quietSince = performance.now();
+    this.peerSends = on;
   }
 
   /** Drops queued agent audio (barge-in). */
@@ -217,6 +253,12 @@ export class RtpSession {
       latched: this.latched,
       lastPacketAt: this.lastPacketAt,
     };
+  }
+
+  /** Closes the session (as close()) and gives its final counters. */
+  async finish(): Promise<RtpSessionStats> {
+    this.close();
+    return this.stats();
   }
 
   /** Stops the clock, closes the socket and frees the port and the denoiser; safe to call twice. */
@@ -313,7 +355,19 @@ export class RtpSession {
       this.marker = true;
     }
     this.playOverdue();
+    this.checkMediaTimeout();
+    const consumed = this.out.consumed;
     for (let i = 0; i < due && !this.closed; i++) this.sendOne();
+    if (this.out.consumed !== consumed) this.onConsumed?.(this.out.consumed);
+  }
+
+  private checkMediaTimeout(): void {
+    const limit = this.params?.mediaTimeoutMs ?? 0;
+    if (limit <= 0 || this.timedOut || !this.peerSends) return;
+    const since = Math.max(this.quietSince, this.lastPacketAt ?? 0);
+    if (performance.now() - since < limit) return;
+    this.timedOut = true;
+    this.deliver(() => this.onMediaTimeout?.());
   }
 
   /** Caller audio that has arrived in sequence, to onAudio now. */
@@ -386,7 +440,7 @@ export class RtpSession {
     if (this.dtmfGap > 0) this.dtmfGap--;
     const frame = betweenDigits ? null : this.out.take();
     let payload = this.silence;
-    if (!frame && this.speakingNow && !betweenDigits) this.dryFrames++;
+    if (!frame && this.speakingNow && this.turnAudio && !betweenDigits) this.dryFrames++;
     if (frame) {
       const encode = p.codec === 'PCMU' ? linearToMuLaw : linearToALaw;
       payload = Buffer.allocUnsafe(FRAME_SAMPLES);

@@ -143,6 +143,30 @@ export class RawCaller {
     return bye;
   }
 
+  /**
+   * Sends a PCMU silence packet every `everyMs` to the media address of an answered call's SDP (a caller whose line is
+   * alive, for a server that hangs up on media timeout); returns a function that stops it.
+   */
+  sendRtp(a: Answered, everyMs = 500): () => void {
+    const address = /^c=IN IP4 (\S+)/m.exec(a.final.body)?.[1];
+    const port = Number(/^m=audio (\d+)/m.exec(a.final.body)?.[1]);
+    if (!address || !port) throw new Error('no audio in the answer');
+    let seq = 1;
+    const send = () => {
+      const packet = Buffer.alloc(12 + 160, 0xff);
+      packet[0] = 0x80;
+      packet[1] = 0;
+      packet.writeUInt16BE(seq & 0xffff, 2);
+      packet.writeUInt32BE((seq * 160) >>> 0, 4);
+      packet.writeUInt32BE(0x5eed, 8);
+      seq++;
+      this.rtp.send(packet, port, address);
+    };
+    send();
+    const timer = setInterval(send, everyMs);
+    return () => clearInterval(timer);
+  }
+
   close(): void {
     this.peer.close();
     this.rtp.close();

@@ -63,7 +63,8 @@ export class CallEvents {
       fromNumber: this.info.fromNumber ?? '',
       toNumber: this.info.toNumber ?? '',
       callDuration: Math.round((end.endedAt.getTime() - end.startedAt.getTime()) / 10) / 100,
-      callStatus: CALL_STATUS[patch.status ?? 'completed'] ?? 'completed',
+      // A busy callee is a failed call whose reason is `busy` in the record, and its own status here.
+      callStatus: patch.status === 'failed' && patch.endReason === 'busy' ? 'busy' : (CALL_STATUS[patch.status ?? 'completed'] ?? 'completed'),
       callDirection: this.info.callType,
       answerTime: end.startedAt.toISOString(),
       endTime: end.endedAt.toISOString(),

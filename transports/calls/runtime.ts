@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Db } from '../../control-plane/store/db.js';
 import type { ResolvedCallConfig } from '../../control-plane/calls/call-config.js';
 import { CallRecordWriter } from './record-writer.js';
-import { createCall, newCallId, type CallMode, type CallType, type TranscriptEntry } from '../../control-plane/calls/calls.js';
+import { activateQueuedCall, createCall, newCallId, type CallMode, type CallType, type TranscriptEntry } from '../../control-plane/calls/calls.js';
 import type { SecretVault } from '../../control-plane/secrets/vault.js';
 import { AgentSession, type SessionEvent } from '../../engine/agent/session.js';
 import type { LlmEndpoint, Vars } from '../../engine/agent/types.js';
@@ -47,10 +47,14 @@ export interface StartCall {
   inputRate: number;
   inputEncoding?: Encoding;
   outputRate: number;
+  /** How far ahead of real time the agent's audio is handed to the transport (ms; the session's default 80). */
+  outputLeadMs?: number;
   fromNumber?: string;
   toNumber?: string;
   /** The call id, when the caller had to announce it before the call started. */
   callId?: string;
+  /** The record exists already (an outbound call queued with this callId): it is activated instead of created. */
+  queued?: boolean;
   /** How client tools reach the app (the agent WebSocket); without it client tools cannot run. */
   clientTools?: ClientToolChannel;
 }
@@ -90,8 +94,9 @@ export class CallRuntime {
       standardVariables({
         callId,
         conversationType,
-        userNumber: call.fromNumber,
-        agentNumber: call.toNumber,
+        // The user is the caller of an inbound call and the callee of an outbound one.
+        userNumber: call.type === 'telephony_outbound' ? call.toNumber : call.fromNumber,
+        agentNumber: call.type === 'telephony_outbound' ? call.fromNumber : call.toNumber,
         agentGender: spec.voiceGender,
         defaultLanguage: spec.languageDefault,
         supportedLanguages: spec.languagesSupported,
@@ -121,7 +126,8 @@ export class CallRuntime {
       toNumber: call.toNumber ?? null,
       callType: call.type,
     });
-    await events.begin((tx) => createCall(tx, {
+    await events.begin(async (tx) => {
+      const record = {
       orgId,
       agentId,
       branchId: resolved.branchId,
@@ -136,7 +142,10 @@ export class CallRuntime {
       fromNumber: call.fromNumber ?? null,
       toNumber: call.toNumber ?? null,
       callId,
-    }));
+      };
+      if (!call.queued) await createCall(tx, record);
+      else if (!(await activateQueuedCall(tx, record))) throw new Error(`call ${callId} is no longer waiting to start`);
+    });
     metrics.opened(call.mode);
     const recorder = call.mode === 'webcall' ? new CallRecorder(call.outputRate) : null;
 
@@ -156,6 +165,7 @@ export class CallRuntime {
       inputRate: call.inputRate,
       inputEncoding: call.inputEncoding,
       outputRate: call.outputRate,
+      leadMs: call.outputLeadMs,
       tap: recorder ?? undefined,
       runTool: (toolCall) => tools.run(toolCall, variables),
       fillerFor: (toolCall) => tools.fillerFor(toolCall),
@@ -218,11 +228,15 @@ export class CallRuntime {
   }
 
   /**
-   * A call that ended before it was answered (the caller canceled, no agent was ready in time): its record and events
-   * as for any call, with no session. Returns the call id.
+   * A call that ended before it was answered (the caller canceled, no agent was ready in time; an outbound call busy,
+   * unanswered, failed or canceled): its record and events as for any call, with no session. An outbound call's record
+   * exists already (`callId`); otherwise one is created. Returns the call id.
    */
-  async recordUnanswered(call: { orgId: string; agentId: string; type: CallType; fromNumber?: string; toNumber?: string }, outcome: { status: 'cancelled' | 'no_answer' | 'failed'; reason: string }): Promise<string> {
-    const callId = newCallId();
+  async recordUnanswered(
+    call: { orgId: string; agentId: string; type: CallType; fromNumber?: string; toNumber?: string; callId?: string },
+    outcome: { status: 'cancelled' | 'no_answer' | 'failed'; reason: string },
+  ): Promise<string> {
+    const callId = call.callId ?? newCallId();
     const events = new CallEvents(this.deps.db, this.deps.notifyWebhooks, {
       orgId: call.orgId,
       agentId: call.agentId,
@@ -233,9 +247,10 @@ export class CallRuntime {
       callType: call.type,
     });
     const startedAt = new Date();
-    await events.begin((tx) =>
-      createCall(tx, { orgId: call.orgId, agentId: call.agentId, configSource: 'live', type: call.type, mode: 'webcall', isTest: false, variables: {}, voiceConfig: {}, fromNumber: call.fromNumber ?? null, toNumber: call.toNumber ?? null, callId }),
-    );
+    await events.begin(async (tx) => {
+      if (call.callId) return;
+      await createCall(tx, { orgId: call.orgId, agentId: call.agentId, configSource: 'live', type: call.type, mode: 'webcall', isTest: false, variables: {}, voiceConfig: {}, fromNumber: call.fromNumber ?? null, toNumber: call.toNumber ?? null, callId });
+    });
     await events.end(
       { status: outcome.status, endReason: outcome.reason, endedAt: startedAt.toISOString(), durationS: 0, transcript: [], metrics: { turns: [], processedAt: startedAt.toISOString() } },
       { startedAt, endedAt: startedAt, transcript: [], variables: {}, analyze: async () => deterministicAnalytics(undefined, [], outcome.reason) },

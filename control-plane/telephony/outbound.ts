@@ -1,0 +1,265 @@
+// Outbound calls (wire §4): `POST /conversation/outbound` checked and queued (the call's record exists at once, status
+// `in_queue`), the queue the dialer takes calls from (FIFO per carrier address, claimed atomically with a lease, so
+// a call is dialed once even with several servers on one store), and the reads around it.
+import type { Selectable } from 'kysely';
+import type { Db, Tx } from '../store/db.js';
+import type { OutboundCallsTable } from '../store/schema.js';
+import { nowIso } from '../store/ids.js';
+import { ApiError, badRequest } from '../errors.js';
+import { loadAgent, type Actor } from '../agents/agents.js';
+import { createCall, loadCall, newCallId } from '../calls/calls.js';
+import { resolveCallConfig } from '../calls/call-config.js';
+import { parseCallVariables } from '../calls/variables.js';
+import type { CarrierSettings } from '../../server/settings.js';
+import { callerIdsOf, findDialingNumber, type DialingNumber } from './dialing.js';
+import { carrierAddressKey, isE164, objectBody, parseCarrierAddress, unknownFields } from './validation.js';
+import { telephonyWindow } from './window.js';
+
+export type OutboundRow = Selectable<OutboundCallsTable>;
+
+export interface OutboundQueueDeps {
+  db: Db;
+  carrier: CarrierSettings;
+  /** Calls that may wait per carrier address; beyond it 429 with Retry-After. */
+  maxQueuedPerAddress: number;
+  /** Wakes this process's dialer after a call was queued. */
+  wake(): void;
+}
+
+export interface QueuedOutbound {
+  conversationId: string;
+  /** A deprecated input was used (`fromProductId`, or the caller-ids bridge's default for an omitted fromNumber). */
+  deprecated: boolean;
+}
+
+/** Where a call from `number` goes out: the outbound trunk the number belongs to, or the platform carrier. */
+export interface DialRoute {
+  trunkId: string | null;
+  /** The carrier address it is paced on (`transport:host:port`). */
+  paceKey: string;
+  /** Calls per second allowed on that address: the lowest cpsLimit among what dials through it. */
+  cps: number;
+}
+
+/** The route of a dialing number, or a reason it cannot be dialed (as a 400 message naming `field`). */
+export async function dialRoute(q: Db | Tx, carrier: CarrierSettings, number: DialingNumber, field: string): Promise<DialRoute> {
+  const platformKey = carrier.address ? carrierAddressKey(parseCarrierAddress(carrier.address)!, carrier.transport) : null;
+  if (number.trunkId) {
+    const trunk = await q.selectFrom('sip_trunks').select(['id', 'address_key', 'cps_limit']).where('id', '=', number.trunkId).executeTakeFirstOrThrow();
+    const key = trunk.address_key as string;
+    const cps = Math.min(trunk.cps_limit ?? 1, key === platformKey ? carrier.cps : Infinity);
+    return { trunkId: trunk.id, paceKey: key, cps };
+  }
+  if (!platformKey) throw badRequest(`${field}: ${number.phoneNumber} is a platform number, and this server has no platform carrier to dial through (PARLEY_CARRIER_ADDRESS)`);
+  const shared = await q.selectFrom('sip_trunks').select('cps_limit').where('address_key', '=', platformKey).executeTakeFirst();
+  return { trunkId: null, paceKey: platformKey, cps: Math.min(carrier.cps, shared?.cps_limit ?? Infinity) };
+}
+
+/** A sortable queue position: epoch ms and a per-process counter (FIFO within a process, by time across processes). */
+let queueCounter = 0;
+const queueOrder = () => `${Date.now().toString().padStart(15, '0')}-${(queueCounter++ % 1e9).toString().padStart(9, '0')}`;
+
+/** `POST /conversation/outbound`: checks the request and queues the call; answers its conversation id at once. */
+export async function queueOutboundCall(deps: OutboundQueueDeps, actor: Actor, body: unknown, opts: { isTest: boolean }): Promise<QueuedOutbound> {
+  const { db } = deps;
+  const input = objectBody(body);
+  const window = await telephonyWindow(db);
+  const errors = unknownFields(input, ['agentId', 'phoneNumber', 'fromNumber', 'variables', 'versionId', ...(window.open ? ['fromProductId'] : [])]);
+  if (typeof input.agentId !== 'string' || input.agentId === '') errors.push('agentId: required, the id of the agent that holds the call');
+  if (!isE164(input.phoneNumber)) errors.push('phoneNumber: required, the E.164 number to call (+ and 7-15 digits)');
+  if (input.fromNumber !== undefined && !isE164(input.fromNumber)) errors.push('fromNumber: must be an E.164 number your organization dials from');
+  if (input.versionId !== undefined && (typeof input.versionId !== 'string' || input.versionId === '')) errors.push('versionId: must be a revision id of the agent');
+  if (input.fromProductId !== undefined && (typeof input.fromProductId !== 'string' || input.fromProductId === '')) errors.push('fromProductId: must be a product id');
+  if (input.fromNumber !== undefined && input.fromProductId !== undefined) errors.push('fromProductId: give fromNumber (or the deprecated fromProductId), not both');
+  const vars = parseCallVariables(input.variables);
+  errors.push(...vars.errors);
+  if (errors.length) throw badRequest(errors);
+
+  const agentId = input.agentId as string;
+  const agent = await loadAgent(db, actor, agentId);
+  if (agent.archived) throw badRequest('agentId: the agent is archived');
+  if (input.versionId !== undefined) await resolveCallConfig(db, actor, agentId, { kind: 'revision', revisionId: input.versionId as string });
+
+  let deprecated = false;
+  let number: DialingNumber | null;
+  let field = 'fromNumber';
+  if (typeof input.fromNumber === 'string') {
+    number = await findDialingNumber(db, actor.orgId, input.fromNumber);
+    if (!number) throw badRequest(`fromNumber: ${input.fromNumber} is not a number your organization dials from (a platform number it holds, or an outbound trunk's number; matched exactly)`);
+  } else if (typeof input.fromProductId === 'string') {
+    deprecated = true;
+    field = 'fromProductId';
+    const phone = await productNumber(db, actor.orgId, input.fromProductId);
+    number = phone ? await findDialingNumber(db, actor.orgId, phone) : null;
+    if (!number) throw badRequest(`fromProductId: ${input.fromProductId} is not a number your organization dials from`);
+  } else {
+    if (!window.open) throw badRequest('fromNumber: required, the E.164 number your organization dials from');
+    deprecated = true;
+    const [first] = await callerIdsOf(db, agentId);
+    number = first ? await findDialingNumber(db, actor.orgId, first.phoneNumber) : null;
+    if (!number) throw badRequest('fromNumber: required (the agent has no default caller ID to dial from)');
+  }
+  const route = await dialRoute(db, deps.carrier, number, field);
+
+  const waiting = await db
+    .selectFrom('outbound_calls')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('pace_key', '=', route.paceKey)
+    .where('state', 'in', ['queued', 'claimed'])
+    .executeTakeFirst();
+  const queued = Number(waiting?.n ?? 0);
+  if (queued >= deps.maxQueuedPerAddress) {
+    const retryAfter = Math.max(1, Math.ceil(queued / route.cps));
+    throw new ApiError(429, `Too many calls waiting for this carrier (${queued}, at ${route.cps} calls per second); retry later`, {
+      errorType: 'outbound_queue_full',
+      headers: { 'Retry-After': String(retryAfter) },
+    });
+  }
+
+  const callId = newCallId();
+  const now = nowIso();
+  const to = input.phoneNumber as string;
+  await db.transaction().execute(async (tx) => {
+    await createCall(tx, {
+      orgId: actor.orgId,
+      agentId,
+      configSource: input.versionId !== undefined ? 'revision' : 'live',
+      revisionId: (input.versionId as string | undefined) ?? null,
+      type: 'telephony_outbound',
+      mode: 'webcall',
+      isTest: opts.isTest,
+      variables: vars.variables,
+      voiceConfig: {},
+      fromNumber: number!.phoneNumber,
+      toNumber: to,
+      callId,
+      status: 'in_queue',
+    });
+    await tx
+      .insertInto('outbound_calls')
+      .values({
+        call_id: callId,
+        org_id: actor.orgId,
+        agent_id: agentId,
+        to_number: to,
+        from_number: number!.phoneNumber,
+        trunk_id: route.trunkId,
+        pace_key: route.paceKey,
+        revision_id: (input.versionId as string | undefined) ?? null,
+        variables: JSON.stringify(vars.variables),
+        is_test: opts.isTest ? 1 : 0,
+        state: 'queued',
+        queue_order: queueOrder(),
+        claimed_by: null,
+        claimed_at: null,
+        cancel_requested: 0,
+        retry_of: null,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
+  });
+  deps.wake();
+  return { conversationId: callId, deprecated };
+}
+
+/** The phone number of a product id the organization owns: a platform number it holds, or one of its trunks' numbers. */
+async function productNumber(db: Db, orgId: string, productId: string): Promise<string | null> {
+  const platform = await db.selectFrom('platform_numbers').select('phone_number').where('id', '=', productId).where('org_id', '=', orgId).executeTakeFirst();
+  if (platform) return platform.phone_number;
+  const trunk = await db.selectFrom('sip_trunk_numbers').select('phone_number').where('id', '=', productId).where('org_id', '=', orgId).executeTakeFirst();
+  return trunk?.phone_number ?? null;
+}
+
+/** Carrier addresses with calls waiting. */
+export async function queuedPaceKeys(db: Db): Promise<string[]> {
+  const rows = await db.selectFrom('outbound_calls').select('pace_key').distinct().where('state', '=', 'queued').execute();
+  return rows.map((r) => r.pace_key);
+}
+
+/**
+ * Claims the oldest waiting call of a carrier address for dialer `owner`: queued -> claimed in one guarded update, so
+ * two dialers never get the same call. Null when none is waiting.
+ */
+export async function claimNext(db: Db, paceKey: string, owner: string): Promise<OutboundRow | null> {
+  for (let tries = 0; tries < 5; tries++) {
+    const next = await db
+      .selectFrom('outbound_calls')
+      .selectAll()
+      .where('state', '=', 'queued')
+      .where('pace_key', '=', paceKey)
+      .orderBy('queue_order')
+      .limit(1)
+      .executeTakeFirst();
+    if (!next) return null;
+    const now = nowIso();
+    const res = await db
+      .updateTable('outbound_calls')
+      .set({ state: 'claimed', claimed_by: owner, claimed_at: now, updated_at: now })
+      .where('call_id', '=', next.call_id)
+      .where('state', '=', 'queued')
+      .executeTakeFirst();
+    if (Number(res.numUpdatedRows) === 1) return { ...next, state: 'claimed', claimed_by: owner, claimed_at: now };
+  }
+  return null;
+}
+
+/** Moves a call from one state to another only if it is still in `from` (and, when given, still held by `owner`). */
+export async function moveOutbound(db: Db | Tx, callId: string, from: string[], to: string, owner?: string): Promise<boolean> {
+  let q = db.updateTable('outbound_calls').set({ state: to, updated_at: nowIso() }).where('call_id', '=', callId).where('state', 'in', from);
+  if (owner !== undefined) q = q.where('claimed_by', '=', owner);
+  const res = await q.executeTakeFirst();
+  return Number(res.numUpdatedRows) === 1;
+}
+
+/** Renews the lease on the calls `owner` holds (claimed or dialing). */
+export async function renewLeases(db: Db, owner: string): Promise<void> {
+  await db.updateTable('outbound_calls').set({ claimed_at: nowIso() }).where('claimed_by', '=', owner).where('state', 'in', ['claimed', 'dialing']).execute();
+}
+
+/**
+ * Calls whose lease ran out (their server stopped): a claimed one goes back to the queue (it was never dialed), a
+ * dialing one is returned to be closed as failed (it may have rung: never dialed again).
+ */
+export async function reclaimExpired(db: Db, leaseMs: number): Promise<OutboundRow[]> {
+  const before = new Date(Date.now() - leaseMs).toISOString();
+  await db.updateTable('outbound_calls').set({ state: 'queued', claimed_by: null, claimed_at: null, updated_at: nowIso() }).where('state', '=', 'claimed').where('claimed_at', '<', before).execute();
+  return db.selectFrom('outbound_calls').selectAll().where('state', '=', 'dialing').where('claimed_at', '<', before).execute();
+}
+
+/** Outbound rows of calls a cancel was asked for while they were dialing, held by `owner`. */
+export async function cancelRequested(db: Db, owner: string): Promise<string[]> {
+  const rows = await db.selectFrom('outbound_calls').select('call_id').where('claimed_by', '=', owner).where('state', '=', 'dialing').where('cancel_requested', '=', 1).execute();
+  return rows.map((r) => r.call_id);
+}
+
+export type CancelOutcome = { callId: string; canceled: true; row: OutboundRow; wasQueued: boolean } | { callId: string; canceled: false; reason: string };
+
+/**
+ * Cancels an outbound call of the actor's organization: a queued (or claimed) one leaves the queue now, a ringing one
+ * is marked for its dialer to CANCEL. Answered or ended calls cannot be canceled.
+ */
+export async function cancelOutbound(db: Db, actor: Actor, callId: string): Promise<CancelOutcome> {
+  const call = await loadCall(db, actor, callId);
+  const row = await db.selectFrom('outbound_calls').selectAll().where('call_id', '=', call.call_id).executeTakeFirst();
+  if (!row) return { callId, canceled: false, reason: 'not an outbound call' };
+  if (await moveOutbound(db, callId, ['queued', 'claimed'], 'done')) return { callId, canceled: true, row, wasQueued: true };
+  if (row.state === 'dialing' && call.status === 'processing') {
+    const res = await db.updateTable('outbound_calls').set({ cancel_requested: 1, updated_at: nowIso() }).where('call_id', '=', callId).where('state', '=', 'dialing').executeTakeFirst();
+    if (Number(res.numUpdatedRows) === 1) return { callId, canceled: true, row, wasQueued: false };
+  }
+  return { callId, canceled: false, reason: call.status === 'in_progress' ? 'already answered (end it instead)' : `already ${call.status}` };
+}
+
+/** `GET /conversation/{callId}/retries`: the calls placed as retries of this one, oldest first. */
+export async function retriesOf(db: Db, actor: Actor, callId: string): Promise<string[]> {
+  await loadCall(db, actor, callId);
+  const rows = await db.selectFrom('outbound_calls').select(['call_id', 'created_at']).where('retry_of', '=', callId).orderBy('created_at').execute();
+  return rows.map((r) => r.call_id);
+}
+
+/** Marks a call's row done (after its outcome is recorded). */
+export async function finishOutbound(db: Db | Tx, callId: string): Promise<void> {
+  await db.updateTable('outbound_calls').set({ state: 'done', updated_at: nowIso() }).where('call_id', '=', callId).execute();
+}
+

@@ -1,0 +1,80 @@
+// The media worker thread: runs every call's RtpSession (UDP socket, jitter buffer, SRTP, RNNoise, the 20 ms send
+// clock) on an event loop of its own, so the main thread's work (voice activity detection, resampling, garbage
+// collection, the store) never delays a packet. Driven by messages from MediaWorker (remote.ts).
+import { parentPort, workerData } from 'node:worker_threads';
+import { PortAllocator, type PortRange } from './ports.js';
+import { RtpSession } from './session.js';
+import type { FromMediaWorker, ToMediaWorker } from './remote.js';
+
+const port = parentPort;
+if (!port) throw new Error('media worker: no parent port');
+const allocator = new PortAllocator((workerData as { range: PortRange }).range);
+const sessions = new Map<number, RtpSession>();
+const post = (msg: FromMediaWorker, transfer?: ArrayBuffer[]) => port.postMessage(msg, transfer ?? []);
+const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+async function bind(id: number, localAddress: string): Promise<void> {
+  try {
+    const s = await RtpSession.bind({ localAddress, ports: allocator });
+    sessions.set(id, s);
+    s.onAudio = (frame) => {
+      const copy = frame.slice();
+      post({ op: 'audio', id, frame: copy }, [copy.buffer]);
+    };
+    s.onDtmf = (digit) => post({ op: 'dtmf', id, digit });
+    s.onError = (err) => post({ op: 'error', id, message: err.message });
+    s.onConsumed = (samples) => post({ op: 'consumed', id, samples });
+    s.onMediaTimeout = () => post({ op: 'mediaTimeout', id });
+    post({ op: 'bound', id, port: s.localPort });
+  } catch (err) {
+    post({ op: 'failed', id, message: message(err) });
+  }
+}
+
+async function start(s: RtpSession, id: number, params: Parameters<RtpSession['start']>[0]): Promise<void> {
+  try {
+    await s.start(params);
+    post({ op: 'started', id });
+  } catch (err) {
+    post({ op: 'failed', id, message: message(err) });
+  }
+}
+
+post({ op: 'ready', id: 0 });
+
+port.on('message', (msg: ToMediaWorker) => {
+  if (msg.op === 'bind') {
+    void bind(msg.id, msg.localAddress);
+    return;
+  }
+  const s = sessions.get(msg.id);
+  if (!s) return;
+  switch (msg.op) {
+    case 'start':
+      void start(s, msg.id, msg.params);
+      break;
+    case 'send':
+      s.send(msg.pcm);
+      break;
+    case 'speaking':
+      s.speaking = msg.on;
+      break;
+    case 'peerSending':
+      s.peerSending = msg.on;
+      break;
+    case 'clear':
+      s.clear();
+      break;
+    case 'dtmf':
+      try {
+        s.sendDtmf(msg.digits);
+      } catch (err) {
+        post({ op: 'error', id: msg.id, message: message(err) });
+      }
+      break;
+    case 'finish':
+      sessions.delete(msg.id);
+      void s.finish().then((stats) => post({ op: 'finished', id: msg.id, stats }));
+      break;
+  }
+});

@@ -1,0 +1,359 @@
+// The outbound dialer: takes queued calls first in, first out per carrier address, waits for that address's pace
+// (cpsLimit, in this process or across every server sharing Redis), places the INVITE through the call's outbound
+// trunk (or the platform carrier) with digest on 401/407, lets it ring up to the trunk's ringing timeout, and runs the
+// agent on the answered call through the same runtime and PhoneCall as an inbound call. Unanswered outcomes are
+// recorded with the wire's statuses (busy, no-answer, failed, canceled).
+//
+// Claims are leases in the store (renewed every poll): a server that stops leaves its claimed calls to go back to the
+// queue, and closes nothing twice: a call it may have sent an INVITE for is recorded failed, never dialed again.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import type { Db } from '../../control-plane/store/db.js';
+import type { Actor } from '../../control-plane/agents/agents.js';
+import { updateCall } from '../../control-plane/calls/calls.js';
+import { resolveCallConfig } from '../../control-plane/calls/call-config.js';
+import {
+  cancelOutbound, cancelRequested, claimNext, dialRoute, finishOutbound, moveOutbound, queuedPaceKeys, reclaimExpired, renewLeases,
+  type DialRoute, type OutboundRow,
+} from '../../control-plane/telephony/outbound.js';
+import { parseCarrierAddress } from '../../control-plane/telephony/validation.js';
+import { trunkPassword } from '../../control-plane/telephony/trunk-secrets.js';
+import type { WebhookSecretBox } from '../../control-plane/webhooks/secret-box.js';
+import type { CarrierSettings } from '../../server/settings.js';
+import type { CallRuntime } from '../../transports/calls/runtime.js';
+import type { Lease, SessionLimits } from '../../transports/ws/session-limits.js';
+import type { MediaLeg, MediaLegs } from '../media/leg.js';
+import { acceptAnswer, buildOffer, type BuiltOffer, type MediaEncryption } from '../media/sdp.js';
+import type { TelephonyMetrics } from '../metrics.js';
+import { PhoneCall } from '../phone-call.js';
+import { SipError } from '../sip/message.js';
+import type { SipStack, SipTarget } from '../sip/stack.js';
+import type { DigestClientCredentials } from '../sip/digest.js';
+import type { Selectable } from 'kysely';
+import type { SipTrunksTable } from '../../control-plane/store/schema.js';
+import type { Pacer } from './pacer.js';
+
+export interface DialerDeps {
+  db: Db;
+  runtime: CallRuntime;
+  limits: SessionLimits;
+  media: MediaLegs;
+  pacer: Pacer;
+  /** Opens sealed trunk passwords. */
+  secrets: WebhookSecretBox;
+  carrier: CarrierSettings;
+  logger: Logger;
+  metrics?: TelephonyMetrics;
+  /** This server's name on the calls it claims. */
+  owner: string;
+  /** A call whose callee sends no RTP this long (while not on hold) is hung up; 0 never. */
+  mediaTimeoutSecs?: number;
+  /** How long a call rings before we CANCEL it (a no-answer; 60 s). */
+  ringSecs?: number;
+  /** How often the queue is looked at (other servers queue calls too) and leases renewed (500 ms). */
+  pollMs?: number;
+  /** A claim not renewed this long belongs to a server that stopped (30 s). */
+  leaseMs?: number;
+}
+
+/** How far ahead of real time the agent's audio goes to the media leg (as for inbound calls). */
+const PHONE_OUTPUT_LEAD_MS = 200;
+/** Ringing timeout when the trunk sets none. */
+const DEFAULT_RING_SECS = 60;
+const DEFAULT_MAX_CALL_SECS = 3600;
+
+type Unanswered = { status: 'cancelled' | 'no_answer' | 'failed'; reason: string };
+
+/** The wire's outcome of a final SIP answer other than 2xx (wire §4). */
+export function outcomeOf(status: number, o: { ringTimedOut: boolean }): Unanswered {
+  if (status === 487) return o.ringTimedOut ? { status: 'no_answer', reason: 'ringing_timeout' } : { status: 'cancelled', reason: 'canceled' };
+  if (status === 486 || status === 600 || status === 603) return { status: 'failed', reason: 'busy' };
+  if (status === 408 || status === 480) return { status: 'no_answer', reason: 'no_answer' };
+  return { status: 'failed', reason: `sip_${status}` };
+}
+
+export class OutboundDialer {
+  private readonly lanes = new Map<string, Promise<void>>();
+  private readonly ringing = new Map<string, { abort: AbortController; canceled: boolean }>();
+  private readonly calls = new Set<PhoneCall>();
+  private timer: NodeJS.Timeout | null = null;
+  private sweeping = false;
+  private sweepAgain = false;
+  private stopped = false;
+  private readonly pollMs: number;
+  private readonly leaseMs: number;
+
+  constructor(
+    private readonly stack: SipStack,
+    private readonly deps: DialerDeps,
+  ) {
+    this.pollMs = deps.pollMs ?? 500;
+    this.leaseMs = deps.leaseMs ?? 30_000;
+  }
+
+  /** Starts serving the queue (calls left by a stopped server included). */
+  start(): void {
+    this.timer = setInterval(() => void this.sweep(), this.pollMs);
+    this.timer.unref();
+    void this.sweep();
+  }
+
+  /** A call was queued here: serve it now rather than at the next poll. */
+  wake(): void {
+    void this.sweep();
+  }
+
+  /** `POST /conversation/{callId}/cancel`: a queued call leaves the queue, a ringing one is canceled (CANCEL). */
+  async cancel(actor: Actor, callId: string): Promise<{ callId: string; canceled: boolean; reason?: string }> {
+    const outcome = await cancelOutbound(this.deps.db, actor, callId);
+    if (!outcome.canceled) return outcome;
+    if (outcome.wasQueued) await this.recordUnanswered(outcome.row, { status: 'cancelled', reason: 'canceled' });
+    else {
+      const ringing = this.ringing.get(callId);
+      if (ringing) {
+        ringing.canceled = true;
+        ringing.abort.abort();
+      }
+    }
+    return { callId, canceled: true };
+  }
+
+  /** Stops dialing and ends the calls up with `reason`. Queued calls stay queued (for the next start). */
+  async stop(reason: string): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    for (const r of this.ringing.values()) r.abort.abort();
+    const calls = [...this.calls];
+    for (const c of calls) c.end(reason);
+    await Promise.all([...this.lanes.values(), ...calls.map((c) => c.done)]);
+  }
+
+  private async sweep(): Promise<void> {
+    if (this.stopped) return;
+    if (this.sweeping) {
+      this.sweepAgain = true; // a call queued during this sweep is served by the next one, not at the next poll
+      return;
+    }
+    this.sweeping = true;
+    const { db, owner } = this.deps;
+    try {
+      await renewLeases(db, owner);
+      for (const row of await reclaimExpired(db, this.leaseMs)) await this.closeStale(row);
+      for (const id of await cancelRequested(db, owner)) {
+        const ringing = this.ringing.get(id);
+        if (ringing && !ringing.canceled) {
+          ringing.canceled = true;
+          ringing.abort.abort();
+        }
+      }
+      for (const key of await queuedPaceKeys(db)) {
+        if (!this.lanes.has(key)) this.lanes.set(key, this.lane(key).finally(() => this.lanes.delete(key)));
+      }
+    } catch (err) {
+      this.deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'outbound dialer: queue sweep failed');
+    } finally {
+      this.sweeping = false;
+      if (this.sweepAgain) {
+        this.sweepAgain = false;
+        void this.sweep();
+      }
+    }
+  }
+
+  /**
+   * Serves one carrier address: claims the oldest queued call, prepares it (trunk, RTP port, offer), waits for the
+   * address's next pace slot and sends the INVITE at it; then the next, until none is waiting. The INVITE goes out
+   * no sooner than one interval after this lane's previous one, whatever the timers did.
+   */
+  private async lane(key: string): Promise<void> {
+    const { db, owner, limits } = this.deps;
+    let lastSentAt = -Infinity;
+    while (!this.stopped) {
+      const row = await claimNext(db, key, owner).catch(() => null);
+      if (!row) return;
+      let lease: Lease;
+      try {
+        lease = limits.acquire('speech', `org:${row.org_id}`);
+      } catch {
+        // The server (or the organization) is at its call limit: the call goes back to its place in the queue.
+        await moveOutbound(db, row.call_id, ['claimed'], 'queued', owner);
+        await sleep(this.pollMs);
+        continue;
+      }
+      let prepared: Prepared | null = null;
+      try {
+        prepared = await this.prepare(row);
+        const interval = 1000 / prepared.route.cps;
+        const wait = Math.max(await this.deps.pacer.reserve(key, prepared.route.cps), lastSentAt + interval - performance.now());
+        if (wait > 0) await sleep(Math.ceil(wait));
+        if (this.stopped) {
+          // Shutting down: the call keeps its place in the queue for the next start.
+          await moveOutbound(db, row.call_id, ['claimed'], 'queued', owner);
+          void prepared.rtp.finish();
+          lease.release();
+          return;
+        }
+        if (!(await moveOutbound(db, row.call_id, ['claimed'], 'dialing', owner))) {
+          // Canceled while it waited for its slot (the cancel recorded it).
+          void prepared.rtp.finish();
+          lease.release();
+          continue;
+        }
+        lastSentAt = performance.now();
+        void this.place(row, prepared, lease);
+      } catch (err) {
+        void prepared?.rtp.finish();
+        lease.release();
+        const reason = err instanceof DialFailure ? err.message : 'error';
+        if (!(err instanceof DialFailure)) this.deps.logger.error({ callId: row.call_id, err: err instanceof Error ? err.message : String(err) }, 'outbound call could not be placed');
+        if (await moveOutbound(db, row.call_id, ['claimed'], 'done', owner)) await this.recordUnanswered(row, { status: 'failed', reason });
+      }
+    }
+  }
+
+  /** Everything a call needs before its INVITE: where it goes, with what credentials, its RTP port and SDP offer. */
+  private async prepare(row: OutboundRow): Promise<Prepared> {
+    const { db, carrier } = this.deps;
+    const trunk = row.trunk_id ? await db.selectFrom('sip_trunks').selectAll().where('id', '=', row.trunk_id).executeTakeFirst() : null;
+    if (row.trunk_id && !trunk) throw new DialFailure('trunk_deleted');
+    const route = await dialRoute(db, carrier, { phoneNumber: row.from_number, trunkId: row.trunk_id, platformNumberId: null }, 'fromNumber').catch(() => {
+      throw new DialFailure('no_route');
+    });
+    const parsed = parseCarrierAddress(trunk ? trunk.address : carrier.address);
+    if (!parsed) throw new DialFailure('no_route');
+    const transport = (trunk ? trunk.transport : carrier.transport) ?? 'udp';
+    if (transport === 'tls') throw new DialFailure('tls_unsupported');
+    const target = { address: parsed.host, port: parsed.port ?? 5060, transport: transport as 'udp' | 'tcp' };
+    const host = parsed.host.includes(':') ? `[${parsed.host}]` : parsed.host;
+    const uri = `sip:${row.to_number}@${host}:${target.port}${transport === 'tcp' ? ';transport=tcp' : ''}`;
+    const username = trunk ? trunk.auth_username : carrier.username;
+    const password = trunk ? (trunk.auth_username ? await trunkPassword(db, this.deps.secrets, trunk.id) : null) : (carrier.password ?? null);
+    const rtp = await this.deps.media.bind(this.stack.host === '0.0.0.0' ? '0.0.0.0' : this.stack.host);
+    const encryption = (trunk?.media_encryption as MediaEncryption | undefined) ?? 'allow';
+    const offer = buildOffer({ encryption, localAddress: this.stack.publicAddress, localPort: rtp.localPort });
+    return {
+      route,
+      trunk: trunk ?? null,
+      uri,
+      target,
+      auth: username && password ? { username, password } : undefined,
+      rtp,
+      offer,
+    };
+  }
+
+  /** Sends the INVITE, rings, and on the answer runs the agent on the call; an unanswered outcome is recorded. */
+  private async place(row: OutboundRow, p: Prepared, lease: Lease): Promise<void> {
+    const { db, logger } = this.deps;
+    const callId = row.call_id;
+    let rtp: MediaLeg | null = p.rtp;
+    let phone: PhoneCall | null = null;
+    const ring = { abort: new AbortController(), canceled: false };
+    let ringTimedOut = false;
+    const ringTimer = setTimeout(() => {
+      ringTimedOut = true;
+      ring.abort.abort();
+    }, (this.deps.ringSecs ?? DEFAULT_RING_SECS) * 1000);
+    this.ringing.set(callId, ring);
+    try {
+      const sentAt = performance.now();
+      const dialing = this.stack.createUAC(p.uri, {
+        localSdp: p.offer.sdp,
+        from: row.from_number,
+        target: p.target,
+        auth: p.auth,
+        signal: ring.abort.signal,
+        headers: p.trunk ? (JSON.parse(p.trunk.headers) as Record<string, string>) : undefined,
+      });
+      dialing.catch(() => undefined); // settled below; not an unhandled rejection while the status is written
+      await updateCall(db, callId, { status: 'processing' });
+      const dialog = await dialing;
+      clearTimeout(ringTimer);
+      this.ringing.delete(callId);
+      const accepted = acceptAnswer(dialog.remoteSdp, p.offer);
+      if (!accepted.ok) {
+        await dialog.destroy({ reason: 'bad_answer' }).catch(() => undefined);
+        throw new DialFailure('bad_answer_sdp');
+      }
+      await p.rtp.start({ ...accepted, noiseSuppression: Boolean(p.trunk?.noise_suppression), mediaTimeoutMs: (this.deps.mediaTimeoutSecs ?? 0) * 1000 });
+      const metrics = this.deps.metrics;
+      metrics?.answered('outbound', (performance.now() - sentAt) / 1000);
+      phone = new PhoneCall(dialog, p.rtp, lease, logger, p.trunk?.max_call_duration_secs ?? DEFAULT_MAX_CALL_SECS, metrics && { sink: metrics, direction: 'outbound' });
+      const answered = phone;
+      rtp = null;
+      this.calls.add(answered);
+      void answered.done.then(() => this.calls.delete(answered));
+      const resolved = await resolveCallConfig(db, { orgId: row.org_id, name: 'telephony' }, row.agent_id, row.revision_id ? { kind: 'revision', revisionId: row.revision_id } : { kind: 'live' });
+      const call = await this.deps.runtime.start(
+        {
+          resolved,
+          mode: 'webcall',
+          type: 'telephony_outbound',
+          isTest: Boolean(row.is_test),
+          variables: JSON.parse(row.variables) as Record<string, string | number | boolean>,
+          inputRate: 8000,
+          outputRate: 8000,
+          outputLeadMs: PHONE_OUTPUT_LEAD_MS,
+          fromNumber: row.from_number,
+          toNumber: row.to_number,
+          callId,
+          queued: true,
+        },
+        (e) => answered.onEvent(e),
+      );
+      answered.attach(call);
+      await finishOutbound(db, callId);
+      logger.info({ callId, sipCallId: dialog.callId, to: row.to_number, from: row.from_number, trunk: row.trunk_id }, 'outbound call answered');
+    } catch (err) {
+      clearTimeout(ringTimer);
+      this.ringing.delete(callId);
+      void rtp?.finish();
+      if (phone) {
+        // Answered, but the agent could not start: hang up, and the record says why.
+        if (!phone.dialog.destroyed) await phone.dialog.destroy({ reason: 'error' }).catch(() => undefined);
+        phone.end('error');
+        logger.error({ callId, err: err instanceof Error ? err.message : String(err) }, 'outbound call answered, but the agent could not start');
+        await this.recordUnanswered(row, { status: 'failed', reason: 'agent_unavailable' });
+        return;
+      }
+      lease.release();
+      const outcome: Unanswered = this.stopped && err instanceof SipError && err.status === 487 && !ring.canceled
+        ? { status: 'failed', reason: 'server_shutdown' }
+        : err instanceof SipError ? outcomeOf(err.status, { ringTimedOut }) : err instanceof DialFailure ? { status: 'failed', reason: err.message } : { status: 'failed', reason: 'error' };
+      if (!(err instanceof SipError) && !(err instanceof DialFailure)) logger.error({ callId, err: err instanceof Error ? err.message : String(err) }, 'outbound call failed');
+      await this.recordUnanswered(row, outcome);
+    }
+  }
+
+  /** A call a stopped server had claimed for dialing: it may have rung, so it is closed as failed, not dialed again. */
+  private async closeStale(row: OutboundRow): Promise<void> {
+    if (!(await moveOutbound(this.deps.db, row.call_id, ['dialing'], 'done'))) return;
+    await this.recordUnanswered(row, { status: 'failed', reason: 'server_stopped' });
+  }
+
+  private async recordUnanswered(row: OutboundRow, outcome: Unanswered): Promise<void> {
+    try {
+      await finishOutbound(this.deps.db, row.call_id);
+      await this.deps.runtime.recordUnanswered(
+        { orgId: row.org_id, agentId: row.agent_id, type: 'telephony_outbound', fromNumber: row.from_number, toNumber: row.to_number, callId: row.call_id },
+        outcome,
+      );
+    } catch (err) {
+      this.deps.logger.warn({ callId: row.call_id, err: err instanceof Error ? err.message : String(err) }, 'could not record an unanswered outbound call');
+    }
+  }
+}
+
+/** A call that could not be placed, with the `callFailureReason` it gets. */
+class DialFailure extends Error {}
+
+/** A claimed call ready to be sent at its pace slot. */
+interface Prepared {
+  route: DialRoute;
+  trunk: Selectable<SipTrunksTable> | null;
+  uri: string;
+  target: SipTarget;
+  auth?: DigestClientCredentials;
+  rtp: MediaLeg;
+  offer: BuiltOffer;
+}

@@ -1,0 +1,133 @@
+// The outbound call pacer: calls paced per carrier address at cpsLimit, in one process and across
+// processes through a real Redis (127.0.0.1:6379, a random key prefix per test, deleted afterwards).
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createInterface } from 'node:readline';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { LocalPacer, RedisPacer, paced, type Pacer } from '../telephony/outbound/pacer.js';
+
+const REDIS_URL = 'redis://127.0.0.1:6379';
+
+const gaps = (times: number[]) => times.slice(1).map((t, i) => t - times[i]!);
+
+/** Sends `count` paced calls on `key` at once; resolves to their send times (ms, sorted). */
+async function sendAll(pacer: Pacer, key: string, count: number, cps: number): Promise<number[]> {
+  const sent = await Promise.all(
+    Array.from({ length: count }, async () => {
+      await paced(pacer, key, cps);
+      return performance.now();
+    }),
+  );
+  return sent.sort((a, b) => a - b);
+}
+
+const admin = new Redis(REDIS_URL);
+const opened: Pacer[] = [];
+const prefixes: string[] = [];
+
+function freshPrefix(): string {
+  const prefix = `parley:test:pace:${randomBytes(6).toString('hex')}:`;
+  prefixes.push(prefix);
+  return prefix;
+}
+
+afterAll(async () => {
+  await admin.quit();
+});
+
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((p) => p.close()));
+  for (const prefix of prefixes.splice(0)) {
+    const keys = await admin.keys(`${prefix}*`);
+    if (keys.length) await admin.del(...keys);
+  }
+});
+
+const kinds: [string, () => Pacer][] = [
+  ['LocalPacer', () => new LocalPacer()],
+  ['RedisPacer', () => new RedisPacer(REDIS_URL, { prefix: freshPrefix() })],
+];
+
+describe.each(kinds)('%s', (name, make) => {
+  const open = () => {
+    const pacer = make();
+    opened.push(pacer);
+    return pacer;
+  };
+
+  // Send times carry timer lateness (a few ms; more on a loaded CI machine): the bounds allow 15 ms of it, while an
+  // unpaced sender would show gaps near 0 and a span near 0.
+  it('sends 20 calls at cps 10 about 100 ms apart over ~1.9 s; another key keeps its own pace', async () => {
+    const pacer = open();
+    const a = 'udp:a.example.com:5060';
+    const b = 'udp:b.example.com:5060';
+    const [onA, onB] = await Promise.all([sendAll(pacer, a, 20, 10), sendAll(pacer, b, 20, 10)]);
+    for (const times of [onA, onB]) {
+      const smallest = Math.min(...gaps(times));
+      const span = times[19]! - times[0]!;
+      console.log(`${name}: 20 calls at cps 10: smallest gap ${smallest.toFixed(1)} ms, span ${span.toFixed(0)} ms`);
+      expect(smallest).toBeGreaterThanOrEqual(85);
+      expect(span).toBeGreaterThanOrEqual(1885);
+      expect(span).toBeLessThan(2200);
+    }
+    // Not one pace for both: B's first call went out with A's, not after A's twentieth.
+    expect(Math.abs(onB[0]! - onA[0]!)).toBeLessThan(50);
+  });
+
+  it('returns each wait, books the backlog, and spaces by each reservation\'s own cps', async () => {
+    const pacer = open();
+    const key = 'tcp:c.example.com:5060';
+    expect(await pacer.backlogMs(key)).toBe(0);
+    const waits: number[] = [];
+    for (let i = 0; i < 5; i++) waits.push(await pacer.reserve(key, 10));
+    waits.forEach((w, i) => expect(Math.abs(w - i * 100), `wait ${i}: ${w}`).toBeLessThan(15));
+    const backlog = await pacer.backlogMs(key);
+    expect(backlog).toBeGreaterThan(480);
+    expect(backlog).toBeLessThanOrEqual(500);
+
+    const mixed = 'tcp:d.example.com:5060';
+    expect(await pacer.reserve(mixed, 1)).toBeLessThan(15);
+    expect(Math.abs((await pacer.reserve(mixed, 10)) - 1000)).toBeLessThan(15); // 1 s after a cps-1 slot
+    expect(Math.abs((await pacer.reserve(mixed, 10)) - 1100)).toBeLessThan(15); // then 100 ms after a cps-10 slot
+
+    await expect(pacer.reserve(key, 0)).rejects.toThrow(RangeError);
+    await expect(pacer.reserve(key, Number.NaN)).rejects.toThrow(RangeError);
+  });
+});
+
+/** Starts the child script; resolves once it is connected, with a function that starts it and resolves to its send times. */
+async function startChild(prefix: string, key: string, count: number, cps: number): Promise<() => Promise<number[]>> {
+  const child = spawn('npx', ['tsx', 'test/support/pacer-child.ts', REDIS_URL, prefix, key, String(count), String(cps)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout! });
+  const next = () =>
+    new Promise<string>((resolve, reject) => {
+      lines.once('line', resolve);
+      child.once('exit', (code) => reject(new Error(`pacer child exited with ${code}`)));
+    });
+  expect(await next()).toBe('ready');
+  return async () => {
+    const done = next();
+    child.stdin!.end('go\n');
+    return JSON.parse(await done) as number[];
+  };
+}
+
+describe('RedisPacer across processes', () => {
+  it('keeps cps 5 on one key for two processes of 10 calls each: the merged sends stay about 200 ms apart', async () => {
+    const prefix = freshPrefix();
+    const key = 'udp:shared.example.com:5060';
+    const children = await Promise.all([startChild(prefix, key, 10, 5), startChild(prefix, key, 10, 5)]);
+    const [first, second] = await Promise.all(children.map((go) => go()));
+    expect(first).toHaveLength(10);
+    expect(second).toHaveLength(10);
+    const merged = [...first!, ...second!].sort((a, b) => a - b);
+    const smallest = Math.min(...gaps(merged));
+    const span = merged[19]! - merged[0]!;
+    console.log(`RedisPacer, 2 processes x 10 calls at cps 5: smallest gap ${smallest.toFixed(1)} ms, span ${span.toFixed(0)} ms`);
+    // Each process alone would send its 10 calls in 1.8 s, side by side with the other's (gaps near 0).
+    expect(smallest).toBeGreaterThanOrEqual(180);
+    expect(span).toBeGreaterThanOrEqual(19 * 200 - 20);
+    expect(span).toBeLessThan(19 * 200 + 400);
+  }, 20_000);
+});
