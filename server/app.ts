@@ -158,6 +158,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
         db: store.db, runtime, limits, media, pacer, secrets: webhookSecrets, carrier: settings.carrier, logger, metrics: telephonyMetrics,
         owner: `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`, mediaTimeoutSecs: settings.sip.rtpTimeoutSecs,
         ringSecs: settings.outboundRingSecs,
+        leaseMs: settings.outboundLeaseSecs * 1000,
       })
     : null;
   outbound.dialer = dialer;

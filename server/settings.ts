@@ -72,6 +72,8 @@ export interface Settings {
   outboundQueue: number;
   /** How long an outbound call rings before we CANCEL it (PARLEY_OUTBOUND_RING_SECS): a no-answer. */
   outboundRingSecs: number;
+  /** A claim on a queued call that its server has not renewed this long is taken back (PARLEY_OUTBOUND_LEASE_SECS). */
+  outboundLeaseSecs: number;
 }
 
 export interface CarrierSettings {
@@ -208,6 +210,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     redisUrl: env.PARLEY_REDIS_URL || undefined,
     outboundQueue: int(env, 'PARLEY_OUTBOUND_QUEUE', 1000, 1),
     outboundRingSecs: int(env, 'PARLEY_OUTBOUND_RING_SECS', 60, 1),
+    outboundLeaseSecs: int(env, 'PARLEY_OUTBOUND_LEASE_SECS', 30, 2),
     llm: env.PARLEY_LLM_BASE_URL
       ? { baseUrl: env.PARLEY_LLM_BASE_URL.replace(/\/+$/, ''), model: env.PARLEY_LLM_MODEL || 'gpt-4o-mini', apiKey: env.PARLEY_LLM_API_KEY || undefined }
       : undefined,

@@ -2,8 +2,9 @@
 // through an outbound trunk to sipp (the INVITE's From and Request-URI, the agent speaking, its BYE, the record and the
 // webhooks as the spec says for telephony_outbound), and cancel and retries.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { sleep, testDialects, type TestServer } from './support/server.js';
-import { killPeers, sippMessages, sippResponse, sippScenario, startSipp, writeScenario } from './support/sip-peers.js';
+import { freshStore, runCliOn, sleep, startServer, testDialects, type TestServer } from './support/server.js';
+import { killCallees, startSippCarrier, type Arrival } from './support/sip-callee.js';
+import { STACK_HOST, killPeers, sippMessages, sippResponse, sippScenario, startSipp, writeScenario } from './support/sip-peers.js';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sipServerForSuite, workflowAgent } from './support/phone-server.js';
@@ -72,10 +73,10 @@ async function outboundTrunk(server: TestServer, port: number, body: Record<stri
   return res.body.data._id as string;
 }
 
-async function waitForStatus(server: TestServer, callId: string, wanted: (s: string) => boolean, timeoutMs = 10_000): Promise<any> {
+async function waitForStatus(server: TestServer, callId: string, wanted: (s: string) => boolean, timeoutMs = 10_000, key?: string): Promise<any> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    const res = await server.request('GET', `${A}/conversation/${callId}`);
+    const res = await server.request('GET', `${A}/conversation/${callId}`, { key });
     expect(res.status, res.text).toBe(200);
     if (wanted(res.body.data.status)) return res.body.data;
     if (Date.now() > until) throw new Error(`call ${callId} stayed ${res.body.data.status}`);
@@ -89,7 +90,7 @@ const settled = (server: TestServer, callId: string) => waitForStatus(server, ca
 
 describe.each(testDialects())('outbound calls on %s', (dialect) => {
   // No outbound trunk field sets the ringing timeout: the server's does (60 s by default).
-  const suite = sipServerForSuite(dialect, { PARLEY_OUTBOUND_RING_SECS: '3' });
+  const suite = sipServerForSuite(dialect, { PARLEY_OUTBOUND_RING_SECS: '3', PARLEY_OUTBOUND_QUEUE: '3' });
   let server: TestServer;
   let agentId: string;
 
@@ -248,4 +249,225 @@ describe.each(testDialects())('outbound calls on %s', (dialect) => {
       expect((await server.request('DELETE', `${A}/sip-trunk/${trunk}`)).status).toBe(200);
     }
   }, 40_000);
+  it('dials from the deprecated fromProductId, and from the caller-ids default when fromNumber is omitted, with Deprecation: true', async () => {
+    const sipp = await startSipp({ scenario: refusing('486 Busy Here'), calls: 2, timeoutS: 20 });
+    // The legacy import: an inbound trunk with the number, an outbound trunk to the carrier; its product id names the number.
+    const imported = await server.request('POST', `${A}/product/import-phone-number`, { body: { phoneNumber: '+15550200006', sipTerminationUrl: `127.0.0.1:${sipp.port}` } });
+    expect(imported.status, imported.text).toBe(200);
+    const { outboundSipTrunkId, inboundSipTrunkId } = imported.body.data.attributes;
+    const other = await workflowAgent(server, 'Hello from the bridge.');
+    try {
+      const byProduct = await server.request('POST', `${A}/conversation/outbound`, { body: { agentId, phoneNumber: '+15550300007', fromProductId: imported.body.data._id } });
+      expect(byProduct.status, byProduct.text).toBe(200);
+      expect(byProduct.headers.get('deprecation')).toBe('true');
+      expect(await settled(server, byProduct.body.data.conversationId)).toMatchObject({ from: '+15550200006', to: '+15550300007', callFailureReason: 'busy' });
+
+      const none = await server.request('POST', `${A}/conversation/outbound`, { body: { agentId: other, phoneNumber: '+15550300008' } });
+      expect(none.status).toBe(400);
+      expect(none.text).toMatch(/fromNumber: required \(the agent has no default caller ID/);
+      const bridged = await server.request('POST', `${A}/agent/${other}/caller-ids`, { body: { sipTrunkId: outboundSipTrunkId, phoneNumber: '+15550200006' } });
+      expect(bridged.status, bridged.text).toBe(201);
+      const byDefault = await server.request('POST', `${A}/conversation/outbound`, { body: { agentId: other, phoneNumber: '+15550300008' } });
+      expect(byDefault.status, byDefault.text).toBe(200);
+      expect(byDefault.headers.get('deprecation')).toBe('true');
+      expect(await settled(server, byDefault.body.data.conversationId)).toMatchObject({ from: '+15550200006', to: '+15550300008', callFailureReason: 'busy' });
+      const unknownProduct = await server.request('POST', `${A}/conversation/outbound`, { body: { agentId, phoneNumber: '+15550300007', fromProductId: 'ffffffffffffffffffffffff' } });
+      expect(unknownProduct.status).toBe(400);
+      expect(unknownProduct.text).toMatch(/fromProductId: ffffffffffffffffffffffff is not a number your organization dials from/);
+    } finally {
+      sipp.kill();
+      expect((await server.request('DELETE', `${A}/agent/${other}/caller-ids/${encodeURIComponent('+15550200006')}`)).status).toBe(200);
+      for (const t of [inboundSipTrunkId, outboundSipTrunkId]) expect((await server.request('DELETE', `${A}/sip-trunk/${t}`)).status, `trunk ${t}`).toBe(200);
+    }
+  }, 40_000);
+
+  it('lets PARLEY_OUTBOUND_QUEUE calls wait per carrier address and refuses the next with 429 and Retry-After', async () => {
+    const rings = await startSipp({ scenario: ringing(), calls: 1, timeoutS: 30 });
+    const trunk = await outboundTrunk(server, rings.port, { numbers: ['+15550200007'], cpsLimit: 1 });
+    const ids: string[] = [];
+    try {
+      // The first call rings (it no longer waits); the next three wait for their slots a second apart.
+      ids.push(await call('+15550200007', '+15550300010'));
+      await waitForStatus(server, ids[0]!, (s) => s === 'processing');
+      for (let i = 1; i <= 3; i++) ids.push(await call('+15550200007', `+1555030001${i}`));
+      const refused = await server.request('POST', `${A}/conversation/outbound`, { body: { agentId, phoneNumber: '+15550300019', fromNumber: '+15550200007' } });
+      expect(refused.status, refused.text).toBe(429);
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(3);
+      expect(refused.body).toMatchObject({ status: false, error_type: 'outbound_queue_full' });
+      // Another carrier address has a queue of its own.
+      const sipp = await startSipp({ scenario: refusing('486 Busy Here'), calls: 1, timeoutS: 20 });
+      const elsewhere = await outboundTrunk(server, sipp.port, { numbers: ['+15550200008'] });
+      const busy = await call('+15550200008');
+      expect(await settled(server, busy)).toMatchObject({ callFailureReason: 'busy' });
+      sipp.kill();
+      expect((await server.request('DELETE', `${A}/sip-trunk/${elsewhere}`)).status).toBe(200);
+    } finally {
+      const canceled = await server.request('POST', `${A}/conversation/cancel`, { body: { callIds: ids } });
+      expect(canceled.status, canceled.text).toBe(200);
+      for (const id of ids) expect((await settled(server, id)).status).toBe('cancelled');
+      rings.kill();
+      expect((await server.request('DELETE', `${A}/sip-trunk/${trunk}`)).status).toBe(200);
+    }
+  }, 40_000);
+});
+
+describe('outbound calls after the telephony window', () => {
+  const suite = sipServerForSuite('sqlite', { PARLEY_TELEPHONY_REWORK_DATE: '2020-01-01' });
+
+  it('requires fromNumber: an omitted one and the removed fromProductId are 400', async () => {
+    const server = suite.server;
+    const agentId = await workflowAgent(server, 'Hello.');
+    const omitted = await server.request('POST', `${A}/conversation/outbound`, { body: { agentId, phoneNumber: '+15550300001' } });
+    expect(omitted.status).toBe(400);
+    expect(omitted.text).toMatch(/fromNumber: required, the E\.164 number your organization dials from/);
+    expect(omitted.headers.get('deprecation')).toBeNull();
+    const product = await server.request('POST', `${A}/conversation/outbound`, { body: { agentId, phoneNumber: '+15550300001', fromProductId: 'x' } });
+    expect(product.status).toBe(400);
+    expect(product.text).toMatch(/fromProductId: unknown field/);
+  });
+});
+
+/** Gaps between consecutive arrivals, ms. */
+const gapsOf = (arrivals: Arrival[]) => arrivals.slice(1).map((a, i) => a.at - arrivals[i]!.at);
+
+/** Queues `n` calls from `fromNumber` to distinct numbers (+1555040xxxx from `first`); returns their ids in order. */
+async function queueCalls(server: TestServer, agentId: string, fromNumber: string, n: number, first: number, key?: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const res = await server.request('POST', `${A}/conversation/outbound`, { body: { agentId, phoneNumber: `+1555040${String(first + i).padStart(4, '0')}`, fromNumber }, key });
+    expect(res.status, res.text).toBe(200);
+    ids.push(res.body.data.conversationId as string);
+  }
+  return ids;
+}
+
+describe.each(testDialects())('outbound pacing by cpsLimit on %s', (dialect) => {
+  // A platform carrier on the same address as an outbound trunk: both dial through one pace.
+  const carrierPort = 41000 + Math.floor(Math.random() * 4000) * 2;
+  const suite = sipServerForSuite(dialect, { PARLEY_CARRIER_ADDRESS: `127.0.0.1:${carrierPort}`, PARLEY_CARRIER_CPS: '4' });
+  afterEach(() => killCallees());
+
+  it('sends INVITEs to one carrier address no closer than 1000/cpsLimit ms, first in first out', async () => {
+    const server = suite.server;
+    const agentId = await workflowAgent(server, 'Hello.');
+    const carrier = await startSippCarrier({ answer: 486, calls: 8, timeoutS: 30 });
+    const trunk = await outboundTrunk(server, carrier.port, { numbers: ['+15550200020'], cpsLimit: 5 });
+    try {
+      const ids = await queueCalls(server, agentId, '+15550200020', 8, 0);
+      for (const id of ids) expect((await settled(server, id)).callFailureReason).toBe('busy');
+      const arrivals = carrier.arrivals();
+      expect(arrivals.map((a) => a.to)).toEqual(ids.map((_, i) => `+1555040${String(i).padStart(4, '0')}`));
+      expect(new Set(arrivals.map((a) => a.from))).toEqual(new Set(['+15550200020']));
+      expect(Math.min(...gapsOf(arrivals))).toBeGreaterThanOrEqual(200 - 5);
+      expect(arrivals.at(-1)!.at - arrivals[0]!.at).toBeLessThan(7 * 200 + 400); // and it keeps up with the pace
+    } finally {
+      await carrier.stop();
+      expect((await server.request('DELETE', `${A}/sip-trunk/${trunk}`)).status).toBe(200);
+    }
+  }, 40_000);
+
+  it('shares one pace between a trunk and the platform carrier on the same address, at the lower limit', async () => {
+    const server = suite.server;
+    const agentId = await workflowAgent(server, 'Hello.');
+    const added = await runCliOn(suite.store, 'numbers', ['add', '+15550200031', '--provider', 'carrier1', '--json']);
+    expect(added.code, added.stderr).toBe(0);
+    expect((await server.request('POST', `${A}/product/rent-number`, { body: { phoneNumber: '+15550200031' } })).status).toBe(200);
+    const carrier = await startSippCarrier({ port: carrierPort, answer: 486, calls: 8, timeoutS: 30 });
+    const trunk = await outboundTrunk(server, carrierPort, { numbers: ['+15550200030'], cpsLimit: 10 });
+    try {
+      const ids: string[] = [];
+      for (let i = 0; i < 4; i++) {
+        ids.push(...(await queueCalls(server, agentId, '+15550200030', 1, 100 + 2 * i)));
+        ids.push(...(await queueCalls(server, agentId, '+15550200031', 1, 101 + 2 * i)));
+      }
+      for (const id of ids) expect((await settled(server, id)).callFailureReason).toBe('busy');
+      const arrivals = carrier.arrivals();
+      expect(arrivals).toHaveLength(8);
+      expect(new Set(arrivals.map((a) => a.from))).toEqual(new Set(['+15550200030', '+15550200031']));
+      // PARLEY_CARRIER_CPS 4 < the trunk's 10: 250 ms apart, whichever number dials.
+      expect(Math.min(...gapsOf(arrivals))).toBeGreaterThanOrEqual(250 - 5);
+    } finally {
+      await carrier.stop();
+      expect((await server.request('DELETE', `${A}/sip-trunk/${trunk}`)).status).toBe(200);
+    }
+  }, 40_000);
+});
+
+describe('outbound calls survive a server restart', () => {
+  afterEach(() => killCallees());
+
+  it('a server killed with calls queued: the next one dials the rest, none twice, and closes the ones it may have rung', async () => {
+    const store = freshStore('sqlite');
+    const carrier = await startSippCarrier({ answer: 'ring', calls: 10, timeoutS: 40 });
+    const env = { PARLEY_SIP_HOST: STACK_HOST, PARLEY_OUTBOUND_LEASE_SECS: '2', PARLEY_OUTBOUND_RING_SECS: '1' };
+    const first = await startServer({ store, env });
+    let second: TestServer | null = null;
+    try {
+      const agentId = await workflowAgent(first, 'Hello.');
+      const trunk = await outboundTrunk(first, carrier.port, { numbers: ['+15550200040'], cpsLimit: 2 });
+      expect(trunk).toBeTruthy();
+      const ids = await queueCalls(first, agentId, '+15550200040', 6, 200);
+      // Two INVITEs out (500 ms apart), then the server dies mid-pace.
+      for (let i = 0; i < 100 && carrier.arrivals().length < 2; i++) await sleep(20);
+      first.proc.kill('SIGKILL');
+      await first.waitExit();
+      const dialedBefore = carrier.arrivals().map((a) => a.to);
+      expect(dialedBefore.length).toBeGreaterThanOrEqual(2);
+      // The same store; the first server's key is the one that placed the calls.
+      second = await startServer({ store, env: { ...env, PARLEY_BOOTSTRAP_KEY: first.key } });
+      const s = second;
+      const records = [];
+      for (const id of ids) records.push(await waitForStatus(s, id, (st) => FINAL.has(st), 30_000, first.key));
+      // No number was dialed twice. The calls the first server had sent or slotted for sending when it died (they may
+      // have rung) are closed as failed (server_stopped) once its claim lapsed; the second server dialed the rest.
+      const dialed = carrier.arrivals().map((a) => a.to);
+      expect(new Set(dialed).size).toBe(dialed.length);
+      const stopped = records.filter((r) => r.status === 'failed');
+      for (const r of stopped) expect(r).toMatchObject({ endReason: 'server_stopped' });
+      expect(stopped.length).toBeGreaterThanOrEqual(dialedBefore.length);
+      expect(stopped.length).toBeLessThanOrEqual(dialedBefore.length + 1); // + the one waiting for its slot
+      for (const [i, r] of records.entries()) {
+        const number = `+1555040${String(200 + i).padStart(4, '0')}`;
+        if (dialedBefore.includes(number)) expect(r.status, number).toBe('failed');
+        else if (r.status !== 'failed') {
+          expect(r, number).toMatchObject({ status: 'no_answer', endReason: 'ringing_timeout' });
+          expect(dialed.filter((d) => d === number)).toHaveLength(1);
+        }
+      }
+      expect(records.filter((r) => r.status === 'no_answer').length).toBeGreaterThanOrEqual(6 - dialedBefore.length - 1);
+    } finally {
+      await second?.stop();
+      await first.stop();
+      await carrier.stop();
+      await store.cleanup();
+    }
+  }, 60_000);
+});
+
+describe.runIf(testDialects().includes('postgres'))('outbound pacing across two servers sharing PostgreSQL and Redis', () => {
+  afterEach(() => killCallees());
+
+  it('keeps one cpsLimit for both: their INVITEs to the carrier stay 1000/cps apart, each call dialed once', async () => {
+    const store = freshStore('postgres');
+    const carrier = await startSippCarrier({ answer: 486, calls: 12, timeoutS: 40 });
+    // A Redis key prefix of this test's own is not needed: the pace key is the carrier's address, a port no other test uses.
+    const env = { PARLEY_SIP_HOST: STACK_HOST, PARLEY_REDIS_URL: 'redis://127.0.0.1:6379' };
+    const a = await startServer({ store, env });
+    const b = await startServer({ store, env: { ...env, PARLEY_BOOTSTRAP_KEY: a.key } });
+    try {
+      const agentId = await workflowAgent(a, 'Hello.');
+      await outboundTrunk(a, carrier.port, { numbers: ['+15550200050'], cpsLimit: 5 });
+      // Each server takes six calls; both dialers serve the one queue.
+      const [fromA, fromB] = await Promise.all([queueCalls(a, agentId, '+15550200050', 6, 300), queueCalls(b, agentId, '+15550200050', 6, 310, a.key)]);
+      for (const id of [...fromA, ...fromB]) expect((await waitForStatus(a, id, (s) => FINAL.has(s), 20_000)).callFailureReason).toBe('busy');
+      const arrivals = carrier.arrivals();
+      expect(arrivals).toHaveLength(12);
+      expect(new Set(arrivals.map((x) => x.to)).size).toBe(12);
+      expect(Math.min(...gapsOf(arrivals))).toBeGreaterThanOrEqual(200 - 5);
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+      await carrier.stop();
+      await store.cleanup();
+    }
+  }, 60_000);
 });

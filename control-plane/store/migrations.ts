@@ -422,7 +422,7 @@ const migrations: Record<string, Migration> = {
   '0012_outbound_calls': {
     async up(db: Kysely<any>) {
       // Outbound calls waiting for, or placed by, the dialer: one row per call (its record is in `calls`, same call_id).
-      // `state`: queued -> claimed (a dialer took it and waits for its carrier's pace) -> dialing (INVITE sent) -> done.
+      // `state`: queued -> claimed (a dialer took it) -> slotted (to be sent at its pace slot) -> dialing (sent) -> done.
       // `queue_order` is FIFO per carrier address (`pace_key`, a trunk's address_key); `claimed_by`/`claimed_at` a lease,
       // so a claim left by a dead server goes back to the queue, while a call it may have dialed is never dialed again.
       await db.schema

@@ -379,7 +379,7 @@ export interface OutboundCallsTable {
   /** JSON object of the request's variables. */
   variables: string;
   is_test: number;
-  /** 'queued' | 'claimed' | 'dialing' | 'done'. */
+  /** 'queued' | 'claimed' | 'slotted' | 'dialing' | 'done'. */
   state: string;
   queue_order: string;
   claimed_by: string | null;

@@ -1,6 +1,10 @@
 // Outbound calls (wire §4): `POST /conversation/outbound` checked and queued (the call's record exists at once, status
 // `in_queue`), the queue the dialer takes calls from (FIFO per carrier address, claimed atomically with a lease, so
 // a call is dialed once even with several servers on one store), and the reads around it.
+//
+// A row's states: queued -> claimed (a dialer took it and prepares it) -> slotted (it will be sent at its pace slot:
+// from here on it may have been dialed) -> dialing (INVITE sent) -> done. A lapsed claim sends a claimed call back to
+// the queue and closes a slotted or dialing one as failed: never dialed twice.
 import type { Selectable } from 'kysely';
 import type { Db, Tx } from '../store/db.js';
 import type { OutboundCallsTable } from '../store/schema.js';
@@ -105,7 +109,7 @@ export async function queueOutboundCall(deps: OutboundQueueDeps, actor: Actor, b
     .selectFrom('outbound_calls')
     .select((eb) => eb.fn.countAll().as('n'))
     .where('pace_key', '=', route.paceKey)
-    .where('state', 'in', ['queued', 'claimed'])
+    .where('state', 'in', ['queued', 'claimed', 'slotted'])
     .executeTakeFirst();
   const queued = Number(waiting?.n ?? 0);
   if (queued >= deps.maxQueuedPerAddress) {
@@ -212,24 +216,27 @@ export async function moveOutbound(db: Db | Tx, callId: string, from: string[], 
   return Number(res.numUpdatedRows) === 1;
 }
 
-/** Renews the lease on the calls `owner` holds (claimed or dialing). */
+/** States of a call that may have been dialed: closed, never retried, when their server stops. */
+const MAY_HAVE_RUNG = ['slotted', 'dialing'];
+
+/** Renews the lease on the calls `owner` holds. */
 export async function renewLeases(db: Db, owner: string): Promise<void> {
-  await db.updateTable('outbound_calls').set({ claimed_at: nowIso() }).where('claimed_by', '=', owner).where('state', 'in', ['claimed', 'dialing']).execute();
+  await db.updateTable('outbound_calls').set({ claimed_at: nowIso() }).where('claimed_by', '=', owner).where('state', 'in', ['claimed', ...MAY_HAVE_RUNG]).execute();
 }
 
 /**
  * Calls whose lease ran out (their server stopped): a claimed one goes back to the queue (it was never dialed), a
- * dialing one is returned to be closed as failed (it may have rung: never dialed again).
+ * slotted or dialing one is returned to be closed as failed (it may have rung: never dialed again).
  */
 export async function reclaimExpired(db: Db, leaseMs: number): Promise<OutboundRow[]> {
   const before = new Date(Date.now() - leaseMs).toISOString();
   await db.updateTable('outbound_calls').set({ state: 'queued', claimed_by: null, claimed_at: null, updated_at: nowIso() }).where('state', '=', 'claimed').where('claimed_at', '<', before).execute();
-  return db.selectFrom('outbound_calls').selectAll().where('state', '=', 'dialing').where('claimed_at', '<', before).execute();
+  return db.selectFrom('outbound_calls').selectAll().where('state', 'in', MAY_HAVE_RUNG).where('claimed_at', '<', before).execute();
 }
 
-/** Outbound rows of calls a cancel was asked for while they were dialing, held by `owner`. */
+/** Outbound rows of calls a cancel was asked for while they were slotted or dialing, held by `owner`. */
 export async function cancelRequested(db: Db, owner: string): Promise<string[]> {
-  const rows = await db.selectFrom('outbound_calls').select('call_id').where('claimed_by', '=', owner).where('state', '=', 'dialing').where('cancel_requested', '=', 1).execute();
+  const rows = await db.selectFrom('outbound_calls').select('call_id').where('claimed_by', '=', owner).where('state', 'in', MAY_HAVE_RUNG).where('cancel_requested', '=', 1).execute();
   return rows.map((r) => r.call_id);
 }
 
@@ -244,8 +251,8 @@ export async function cancelOutbound(db: Db, actor: Actor, callId: string): Prom
   const row = await db.selectFrom('outbound_calls').selectAll().where('call_id', '=', call.call_id).executeTakeFirst();
   if (!row) return { callId, canceled: false, reason: 'not an outbound call' };
   if (await moveOutbound(db, callId, ['queued', 'claimed'], 'done')) return { callId, canceled: true, row, wasQueued: true };
-  if (row.state === 'dialing' && call.status === 'processing') {
-    const res = await db.updateTable('outbound_calls').set({ cancel_requested: 1, updated_at: nowIso() }).where('call_id', '=', callId).where('state', '=', 'dialing').executeTakeFirst();
+  if (MAY_HAVE_RUNG.includes(row.state)) {
+    const res = await db.updateTable('outbound_calls').set({ cancel_requested: 1, updated_at: nowIso() }).where('call_id', '=', callId).where('state', 'in', MAY_HAVE_RUNG).executeTakeFirst();
     if (Number(res.numUpdatedRows) === 1) return { callId, canceled: true, row, wasQueued: false };
   }
   return { callId, canceled: false, reason: call.status === 'in_progress' ? 'already answered (end it instead)' : `already ${call.status}` };

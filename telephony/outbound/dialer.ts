@@ -74,7 +74,7 @@ export function outcomeOf(status: number, o: { ringTimedOut: boolean }): Unanswe
 
 export class OutboundDialer {
   private readonly lanes = new Map<string, Promise<void>>();
-  private readonly ringing = new Map<string, { abort: AbortController; canceled: boolean }>();
+  private readonly ringing = new Map<string, Ringing>();
   private readonly calls = new Set<PhoneCall>();
   private timer: NodeJS.Timeout | null = null;
   private sweeping = false;
@@ -181,32 +181,39 @@ export class OutboundDialer {
         continue;
       }
       let prepared: Prepared | null = null;
+      const ring = { abort: new AbortController(), canceled: false };
       try {
         prepared = await this.prepare(row);
-        const interval = 1000 / prepared.route.cps;
-        const wait = Math.max(await this.deps.pacer.reserve(key, prepared.route.cps), lastSentAt + interval - performance.now());
-        if (wait > 0) await sleep(Math.ceil(wait));
-        if (this.stopped) {
-          // Shutting down: the call keeps its place in the queue for the next start.
-          await moveOutbound(db, row.call_id, ['claimed'], 'queued', owner);
-          void prepared.rtp.finish();
-          lease.release();
-          return;
-        }
-        if (!(await moveOutbound(db, row.call_id, ['claimed'], 'dialing', owner))) {
-          // Canceled while it waited for its slot (the cancel recorded it).
-          void prepared.rtp.finish();
+        // The call is marked as being dialed before its slot, so that nothing is left to write between the slot and
+        // the INVITE (a cancel meanwhile flags it; a crash meanwhile closes it as server_stopped, never dialed twice).
+        if (!(await moveOutbound(db, row.call_id, ['claimed'], 'slotted', owner))) {
+          void prepared.rtp.finish(); // canceled since it was claimed (the cancel recorded it)
           lease.release();
           continue;
         }
+        this.ringing.set(row.call_id, ring);
+        const interval = 1000 / prepared.route.cps;
+        const reservedAt = performance.now();
+        const wait = Math.max(await this.deps.pacer.reserve(key, prepared.route.cps), lastSentAt + interval - reservedAt);
+        await until(reservedAt + wait);
+        if (this.stopped || ring.canceled) {
+          this.ringing.delete(row.call_id);
+          void prepared.rtp.finish();
+          lease.release();
+          await this.recordUnanswered(row, this.stopped ? { status: 'failed', reason: 'server_shutdown' } : { status: 'cancelled', reason: 'canceled' });
+          if (this.stopped) return;
+          continue;
+        }
         lastSentAt = performance.now();
-        void this.place(row, prepared, lease);
+        void this.place(row, prepared, lease, ring);
+        void moveOutbound(db, row.call_id, ['slotted'], 'dialing', owner).catch(() => undefined);
       } catch (err) {
+        this.ringing.delete(row.call_id);
         void prepared?.rtp.finish();
         lease.release();
         const reason = err instanceof DialFailure ? err.message : 'error';
         if (!(err instanceof DialFailure)) this.deps.logger.error({ callId: row.call_id, err: err instanceof Error ? err.message : String(err) }, 'outbound call could not be placed');
-        if (await moveOutbound(db, row.call_id, ['claimed'], 'done', owner)) await this.recordUnanswered(row, { status: 'failed', reason });
+        if (await moveOutbound(db, row.call_id, ['claimed', 'slotted'], 'done', owner)) await this.recordUnanswered(row, { status: 'failed', reason });
       }
     }
   }
@@ -243,18 +250,16 @@ export class OutboundDialer {
   }
 
   /** Sends the INVITE, rings, and on the answer runs the agent on the call; an unanswered outcome is recorded. */
-  private async place(row: OutboundRow, p: Prepared, lease: Lease): Promise<void> {
+  private async place(row: OutboundRow, p: Prepared, lease: Lease, ring: Ringing): Promise<void> {
     const { db, logger } = this.deps;
     const callId = row.call_id;
     let rtp: MediaLeg | null = p.rtp;
     let phone: PhoneCall | null = null;
-    const ring = { abort: new AbortController(), canceled: false };
     let ringTimedOut = false;
     const ringTimer = setTimeout(() => {
       ringTimedOut = true;
       ring.abort.abort();
     }, (this.deps.ringSecs ?? DEFAULT_RING_SECS) * 1000);
-    this.ringing.set(callId, ring);
     try {
       const sentAt = performance.now();
       const dialing = this.stack.createUAC(p.uri, {
@@ -327,7 +332,7 @@ export class OutboundDialer {
 
   /** A call a stopped server had claimed for dialing: it may have rung, so it is closed as failed, not dialed again. */
   private async closeStale(row: OutboundRow): Promise<void> {
-    if (!(await moveOutbound(this.deps.db, row.call_id, ['dialing'], 'done'))) return;
+    if (!(await moveOutbound(this.deps.db, row.call_id, ['slotted', 'dialing'], 'done'))) return;
     await this.recordUnanswered(row, { status: 'failed', reason: 'server_stopped' });
   }
 
@@ -342,6 +347,23 @@ export class OutboundDialer {
       this.deps.logger.warn({ callId: row.call_id, err: err instanceof Error ? err.message : String(err) }, 'could not record an unanswered outbound call');
     }
   }
+}
+
+/** A call being dialed (from its slot until the answer): aborting it CANCELs the INVITE. */
+interface Ringing {
+  abort: AbortController;
+  /** Canceled by request (not by the ringing timeout). */
+  canceled: boolean;
+}
+
+/**
+ * Resolves at `at` (performance.now() scale), never before: a timer to about 2 ms before it, then event-loop turns, so
+ * an INVITE leaves within a fraction of a millisecond of its pace slot instead of a timer's millisecond of lateness.
+ */
+async function until(at: number): Promise<void> {
+  const coarse = at - performance.now() - 2;
+  if (coarse > 0) await sleep(Math.floor(coarse));
+  while (performance.now() < at) await new Promise<void>((r) => setImmediate(r));
 }
 
 /** A call that could not be placed, with the `callFailureReason` it gets. */

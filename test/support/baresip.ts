@@ -36,12 +36,27 @@ const running = new Set<ChildProcess>();
 
 /** Kills every baresip still running (call from afterEach/afterAll: a stray one retries its BYE for 30 s). */
 export function killBaresips(): void {
-  for (const p of running) p.kill('SIGKILL');
+  // The whole process group: SIGKILL to `timeout` alone would leave the peer under it running to its time limit.
+  for (const p of running) {
+    try {
+      if (p.pid !== undefined) process.kill(-p.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
   running.clear();
 }
 
-export async function baresipCall(o: BaresipOptions): Promise<BaresipResult> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'parley-baresip-'));
+/** What a headless baresip needs in its config: where it listens, its RTP ports, its microphone WAV and modules. */
+export interface BaresipConfig {
+  sipPort: number;
+  rtpPorts: [number, number];
+  wav: string;
+  srtp?: boolean;
+}
+
+/** Writes `dir/config` for a headless baresip (sndfile records into `dir/rec`) and returns the recording directory. */
+export function writeBaresipConfig(dir: string, o: BaresipConfig): string {
   const rec = path.join(dir, 'rec');
   execFileSync('mkdir', ['-p', rec]);
   const modules = ['g711.so', 'aufile.so', 'sndfile.so', ...(o.srtp ? ['srtp.so'] : [])].map((m) => `module\t\t\t${m}`).join('\n');
@@ -68,11 +83,17 @@ export async function baresipCall(o: BaresipOptions): Promise<BaresipResult> {
       '',
     ].join('\n'),
   );
+  return rec;
+}
+
+export async function baresipCall(o: BaresipOptions): Promise<BaresipResult> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'parley-baresip-'));
+  const rec = writeBaresipConfig(dir, { sipPort: o.sipPort, rtpPorts: o.rtpPorts, wav: o.wav, srtp: !!o.srtp });
   const params = [`audio_codecs=${(o.codecs ?? ['pcmu', 'pcma']).join(',')}`, 'regint=0', ...(o.srtp ? [`mediaenc=srtp-${o.srtp}`] : [])];
   if (o.auth) params.push(`auth_user=${o.auth.username}`, `auth_pass=${o.auth.password}`);
   writeFileSync(path.join(dir, 'accounts'), `<sip:${o.user ?? 'caller'}@127.0.0.1>;${params.join(';')}\n`);
   const limit = o.timeoutS ?? 30;
-  const proc = spawn('timeout', ['-s', 'KILL', String(limit + 5), 'baresip', '-f', dir, '-e', `/dial ${o.target}`, '-t', String(limit)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn('timeout', ['-s', 'KILL', String(limit + 5), 'baresip', '-f', dir, '-e', `/dial ${o.target}`, '-t', String(limit)], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(proc);
   let log = '';
   proc.stdout?.on('data', (c: Buffer) => (log += c.toString()));

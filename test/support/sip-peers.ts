@@ -42,7 +42,14 @@ const running = new Set<ChildProcess>();
 
 /** Kills every peer still running (call from afterEach: a stray sipp keeps retransmitting). */
 export function killPeers(): void {
-  for (const p of running) p.kill('SIGKILL');
+  // The whole process group: SIGKILL to `timeout` alone would leave the peer under it running to its time limit.
+  for (const p of running) {
+    try {
+      if (p.pid !== undefined) process.kill(-p.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
   running.clear();
 }
 
@@ -106,7 +113,7 @@ export async function startSipp(o: SippOptions): Promise<SippRun> {
     ...Object.entries(o.keys ?? {}).flatMap(([k, v]) => ['-key', k, v]),
     ...(o.extra ?? []),
   ];
-  const proc = spawn('timeout', ['-s', 'KILL', String(limit + 5), 'sipp', ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn('timeout', ['-s', 'KILL', String(limit + 5), 'sipp', ...args], { cwd: dir, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(proc);
   let output = '';
   proc.stdout?.on('data', (c: Buffer) => (output += c.toString()));
@@ -123,7 +130,14 @@ export async function startSipp(o: SippOptions): Promise<SippRun> {
     if (o.transport === 'tcp' ? await tcpOpen(PEER_HOST, port) : udpBound(port)) break;
     await sleep(20);
   }
-  return { port, proc, done, kill: () => proc.kill('SIGKILL') };
+  const kill = () => {
+    try {
+      if (proc.pid !== undefined) process.kill(-proc.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  };
+  return { port, proc, done, kill };
 }
 
 /** True once some socket is bound to this UDP port (read from /proc/net/udp). */
