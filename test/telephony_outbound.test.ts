@@ -3,7 +3,10 @@
 // webhooks as the spec says for telephony_outbound), and cancel and retries.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freshStore, runCliOn, sleep, startServer, testDialects, type TestServer } from './support/server.js';
-import { killCallees, startSippCarrier, type Arrival } from './support/sip-callee.js';
+import { baresipCallee, killCallees, startSippCarrier, type Arrival } from './support/sip-callee.js';
+import { callerScript } from './support/baresip.js';
+import { ASTERISK_SOUNDS_DIR } from '../bench/lib/asterisk-corpus.js';
+import { transcribe } from './support/phone-server.js';
 import { STACK_HOST, killPeers, sippMessages, sippResponse, sippScenario, startSipp, writeScenario } from './support/sip-peers.js';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -470,4 +473,67 @@ describe.runIf(testDialects().includes('postgres'))('outbound pacing across two 
       await store.cleanup();
     }
   }, 60_000);
+});
+
+describe.each(testDialects())('an outbound call a person answers, on %s', (dialect) => {
+  const suite = sipServerForSuite(dialect);
+  afterEach(() => killCallees());
+
+  it('baresip answers, hears the agent greet, says hello, and hears its goodbye before our BYE', async () => {
+    const server = suite.server;
+    const agent = await server.request('POST', `${A}/agent`, {
+      body: {
+        name: 'Order line',
+        workflowType: 'workflow_graph',
+        workflowGraph: {
+          startNodeId: 'greet',
+          nodes: [
+            { id: 'greet', type: 'say', text: 'Hello, this is Parley calling about your order. Can you hear me?' },
+            { id: 'bye', type: 'end_call', text: 'Thank you for confirming. Goodbye.' },
+          ],
+          edges: [{ from: 'greet', to: 'bye', condition: { type: 'any' } }],
+        },
+      },
+    });
+    expect(agent.status, agent.text).toBe(201);
+    // The callee waits out the greeting, then says hello.
+    const script = callerScript([{ silence: 6 }, { wav: `${ASTERISK_SOUNDS_DIR}/hello-world.wav` }]);
+    const callee = await baresipCallee({ user: '+15550300100', wav: script, timeoutS: 40 });
+    const trunk = await outboundTrunk(server, callee.port, { numbers: ['+15550200060'] });
+    try {
+      const callId = (await server.request('POST', `${A}/conversation/outbound`, { body: { agentId: agent.body.data, phoneNumber: '+15550300100', fromNumber: '+15550200060' } })).body.data.conversationId as string;
+      await callee.established;
+      const record = await settled(server, callId);
+      expect(record).toMatchObject({ status: 'completed', type: 'telephony_outbound', endReason: 'ended', from: '+15550200060', to: '+15550300100' });
+      expect(record.transcript.map((t: { role: string }) => t.role)).toEqual(['agent', 'user', 'agent']);
+      expect(record.transcript[1].content.toLowerCase()).toMatch(/hello/);
+      expect(await transcribe(server, await callee.recording())).toMatch(/calling about your order\b.*\bgoodbye/);
+    } finally {
+      await callee.stop();
+      expect((await server.request('DELETE', `${A}/sip-trunk/${trunk}`)).status).toBe(200);
+    }
+  }, 60_000);
+
+  it('answers the carrier digest challenge with the trunk credentials; a wrong password fails the call (403)', async () => {
+    const server = suite.server;
+    const agentId = await workflowAgent(server, 'Hello.', true);
+    const carrier = await startSippCarrier({ answer: 486, challenge: { username: 'parley', password: 'trunk-secret' }, calls: 2, timeoutS: 20 });
+    const trunk = await outboundTrunk(server, carrier.port, { numbers: ['+15550200061'], authUsername: 'parley', authPassword: 'trunk-secret' });
+    try {
+      const ok = await server.request('POST', `${A}/conversation/outbound`, { body: { agentId, phoneNumber: '+15550300101', fromNumber: '+15550200061' } });
+      // Past the challenge, the carrier's own answer decides: busy.
+      expect(await settled(server, ok.body.data.conversationId)).toMatchObject({ status: 'failed', callFailureReason: 'busy' });
+      const patched = await server.request('PATCH', `${A}/sip-trunk/${trunk}`, { body: { authPassword: 'wrong' } });
+      expect(patched.status, patched.text).toBe(200);
+      const bad = await server.request('POST', `${A}/conversation/outbound`, { body: { agentId, phoneNumber: '+15550300102', fromNumber: '+15550200061' } });
+      expect(await settled(server, bad.body.data.conversationId)).toMatchObject({ status: 'failed', callFailureReason: 'sip_403' });
+      const arrivals = carrier.arrivals();
+      expect(arrivals).toHaveLength(4); // each call: the INVITE, then its retry with credentials
+      expect(arrivals.filter((x) => x.authorization).map((x) => x.authorization)).toEqual([expect.stringMatching(/^Digest username="parley"/), expect.stringMatching(/^Digest username="parley"/)]);
+      expect(JSON.stringify(arrivals)).not.toContain('trunk-secret');
+    } finally {
+      await carrier.stop();
+      expect((await server.request('DELETE', `${A}/sip-trunk/${trunk}`)).status).toBe(200);
+    }
+  }, 40_000);
 });
