@@ -2,13 +2,13 @@
 // loopback: speech both ways exactly (G.711-quantised) plain and SRTP, digits both ways, what is still queued, barge-in,
 // the final counters, the send clock's timing, and a bind that cannot get a port.
 import { afterAll, describe, expect, it } from 'vitest';
-import { ALAW_TO_LINEAR, MULAW_TO_LINEAR, linearToALaw, linearToMuLaw } from '../engine/audio/g711.js';
 import { PortAllocator } from '../telephony/media/ports.js';
 import { MediaWorker } from '../telephony/media/remote.js';
 import { acceptAnswer, buildOffer, negotiate, type Codec, type MediaEncryption } from '../telephony/media/sdp.js';
 import { RtpSession } from '../telephony/media/session.js';
 import type { MediaLeg } from '../telephony/media/leg.js';
 import { asteriskAudio } from './support/speech.js';
+import { concat, findExact, g711RoundTrip, toInt16, waitFor } from './support/pcm-frames.js';
 
 const worker = new MediaWorker({ min: 42400, max: 42599 });
 const theirs = new PortAllocator({ min: 42600, max: 42799 });
@@ -19,29 +19,6 @@ afterAll(async () => {
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function waitFor(cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await sleep(10);
-  }
-}
-const toInt16 = (x: Float32Array) => Int16Array.from(x, (v) => Math.max(-32768, Math.min(32767, Math.round(v * 32768))));
-const g711RoundTrip = (pcm: Int16Array, codec: Codec) =>
-  codec === 'PCMU' ? pcm.map((v) => MULAW_TO_LINEAR[linearToMuLaw(v)]!) : pcm.map((v) => ALAW_TO_LINEAR[linearToALaw(v)]!);
-const concat = (frames: Int16Array[]) => {
-  const out = new Int16Array(frames.reduce((n, f) => n + f.length, 0));
-  let o = 0;
-  for (const f of frames) out.set(f, (o += f.length) - f.length);
-  return out;
-};
-function findExact(hay: Int16Array, needle: Int16Array, step = 160): number {
-  outer: for (let at = 0; at + needle.length <= hay.length; at += step) {
-    for (let i = 0; i < needle.length; i++) if (hay[at + i] !== needle[i]) continue outer;
-    return at;
-  }
-  return -1;
-}
 
 /** A worker leg (ours, 127.0.0.2) answering a main-thread peer session (127.0.0.1), both started. */
 async function connect(o: { ours?: MediaEncryption; theirs?: MediaEncryption; codecs?: Codec[] } = {}): Promise<{ a: MediaLeg; b: RtpSession }> {

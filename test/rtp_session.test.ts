@@ -6,13 +6,14 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { linearToALaw, linearToMuLaw, MULAW_TO_LINEAR, ALAW_TO_LINEAR } from '../engine/audio/g711.js';
+import { MULAW_TO_LINEAR } from '../engine/audio/g711.js';
 import { NoiseSuppressor } from '../telephony/media/denoise.js';
 import { PortAllocator } from '../telephony/media/ports.js';
 import { decodeRtp, encodeRtp, type RtpPacket } from '../telephony/media/rtp.js';
 import { acceptAnswer, buildOffer, negotiate, type Codec, type MediaEncryption } from '../telephony/media/sdp.js';
 import { RtpSession } from '../telephony/media/session.js';
 import { asteriskAudio } from './support/speech.js';
+import { concat, findExact, g711RoundTrip, toInt16, waitFor } from './support/pcm-frames.js';
 
 const ours = new PortAllocator({ min: 42000, max: 42199 });
 const theirs = new PortAllocator({ min: 42200, max: 42399 });
@@ -26,31 +27,7 @@ afterAll(() => {
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function waitFor(cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await sleep(10);
-  }
-}
-const toInt16 = (x: Float32Array) => Int16Array.from(x, (v) => Math.max(-32768, Math.min(32767, Math.round(v * 32768))));
 const speech = (name: string) => toInt16(asteriskAudio(name).samples);
-const g711RoundTrip = (pcm: Int16Array, codec: Codec) =>
-  codec === 'PCMU' ? pcm.map((v) => MULAW_TO_LINEAR[linearToMuLaw(v)]!) : pcm.map((v) => ALAW_TO_LINEAR[linearToALaw(v)]!);
-const concat = (frames: Int16Array[]) => {
-  const out = new Int16Array(frames.reduce((n, f) => n + f.length, 0));
-  let o = 0;
-  for (const f of frames) out.set(f, (o += f.length) - f.length);
-  return out;
-};
-/** Frame-aligned offset (in samples) where `needle` occurs exactly in `hay`, or -1. */
-function findExact(hay: Int16Array, needle: Int16Array, step = 160): number {
-  outer: for (let at = 0; at + needle.length <= hay.length; at += step) {
-    for (let i = 0; i < needle.length; i++) if (hay[at + i] !== needle[i]) continue outer;
-    return at;
-  }
-  return -1;
-}
 const rms = (x: Int16Array) => Math.sqrt(x.reduce((s, v) => s + v * v, 0) / Math.max(1, x.length));
 
 async function bindSession(localAddress = '127.0.0.2', ports = ours): Promise<RtpSession> {

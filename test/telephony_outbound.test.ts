@@ -7,7 +7,7 @@ import { baresipCallee, killCallees, startSippCarrier, type Arrival } from './su
 import { callerScript } from './support/baresip.js';
 import { ASTERISK_SOUNDS_DIR } from '../bench/lib/asterisk-corpus.js';
 import { transcribe } from './support/phone-server.js';
-import { STACK_HOST, killPeers, sippMessages, sippResponse, sippScenario, startSipp, writeScenario } from './support/sip-peers.js';
+import { STACK_HOST, killPeers, sippMessages, startSipp } from './support/sip-peers.js';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sipServerForSuite, workflowAgent } from './support/phone-server.js';
@@ -16,25 +16,8 @@ const A = '/atoms/v1';
 
 afterEach(() => {
   killPeers();
+  killCallees();
 });
-
-/** A callee that answers each INVITE with `status` (after a 180), e.g. 486 Busy Here. */
-const refusing = (status: string) =>
-  writeScenario(`refuse-${status.slice(0, 3)}`, sippScenario('refuse', ['<recv request="INVITE" />', sippResponse('180 Ringing', { toTag: '01' }), sippResponse(status, { toTag: '01' }), '<recv request="ACK" />']));
-
-/** A callee that rings and never answers; a CANCEL gets 200, and the INVITE 487. */
-const ringing = () =>
-  writeScenario(
-    'ring',
-    sippScenario('ring', [
-      '<recv request="INVITE" />',
-      sippResponse('180 Ringing', { toTag: '01' }),
-      '<recv request="CANCEL" />',
-      sippResponse('200 OK'),
-      sippResponse('487 Request Terminated', { toTag: '01', cseq: '1 INVITE' }),
-      '<recv request="ACK" />',
-    ]),
-  );
 
 /** Webhook events delivered to a local receiver. */
 class Hooks {
@@ -180,8 +163,8 @@ describe.each(testDialects())('outbound calls on %s', (dialect) => {
     }
   }, 60_000);
   it('records a busy callee (486) as failed with callFailureReason busy, and callStatus busy in post-conversation', async () => {
-    const sipp = await startSipp({ scenario: refusing('486 Busy Here'), calls: 1, timeoutS: 20 });
-    const trunk = await outboundTrunk(server, sipp.port, { numbers: ['+15550200002'] });
+    const carrier = await startSippCarrier({ answer: 486, calls: 1, timeoutS: 20 });
+    const trunk = await outboundTrunk(server, carrier.port, { numbers: ['+15550200002'] });
     try {
       const callId = await call('+15550200002');
       const record = await settled(server, callId);
@@ -190,15 +173,15 @@ describe.each(testDialects())('outbound calls on %s', (dialect) => {
       expect(post.metadata.callData).toMatchObject({ callStatus: 'busy', callDirection: 'telephony_outbound' });
       expect(hooks.of(callId, 'pre-conversation')).toHaveLength(1);
     } finally {
-      sipp.kill();
+      await carrier.stop();
       expect((await server.request('DELETE', `${A}/sip-trunk/${trunk}`)).status).toBe(200);
     }
   }, 30_000);
 
   it('records 480 as no_answer, and a call ringing past PARLEY_OUTBOUND_RING_SECS as no_answer after our CANCEL', async () => {
-    const unavailable = await startSipp({ scenario: refusing('480 Temporarily Unavailable'), calls: 1, timeoutS: 20 });
+    const unavailable = await startSippCarrier({ answer: 480, calls: 1, timeoutS: 20 });
     const t1 = await outboundTrunk(server, unavailable.port, { numbers: ['+15550200003'] });
-    const rings = await startSipp({ scenario: ringing(), calls: 1, timeoutS: 20 });
+    const rings = await startSippCarrier({ answer: 'ring', calls: 1, timeoutS: 20 });
     const t2 = await outboundTrunk(server, rings.port, { numbers: ['+15550200004'] });
     try {
       const [a, b] = await Promise.all([call('+15550200003'), call('+15550200004')]);
@@ -208,17 +191,17 @@ describe.each(testDialects())('outbound calls on %s', (dialect) => {
       expect(record).toMatchObject({ status: 'no_answer', endReason: 'ringing_timeout' });
       expect(Date.now() - started).toBeLessThan(8000);
       expect((await hooks.waitFor(b, 'post-conversation')).metadata.callData.callStatus).toBe('no-answer');
-      const sawCancel = sippMessages((await rings.done).messages).some((m) => m.direction === 'received' && m.method === 'CANCEL');
+      const sawCancel = sippMessages((await rings.stop()).messages).some((m) => m.direction === 'received' && m.method === 'CANCEL');
       expect(sawCancel).toBe(true);
     } finally {
-      unavailable.kill();
-      rings.kill();
+      await unavailable.stop();
+      await rings.stop();
       for (const t of [t1, t2]) expect((await server.request('DELETE', `${A}/sip-trunk/${t}`)).status).toBe(200);
     }
   }, 40_000);
 
   it('cancels a ringing call (our CANCEL, status cancelled) and a queued one (never dialed); answered or ended calls cannot be canceled', async () => {
-    const rings = await startSipp({ scenario: ringing(), calls: 1, timeoutS: 30 });
+    const rings = await startSippCarrier({ answer: 'ring', calls: 1, timeoutS: 30 });
     // cpsLimit 1: the second call waits a second for its slot, long enough to be canceled in the queue.
     const trunk = await outboundTrunk(server, rings.port, { numbers: ['+15550200005'], cpsLimit: 1 });
     try {
@@ -242,18 +225,17 @@ describe.each(testDialects())('outbound calls on %s', (dialect) => {
       expect(again.text).toMatch(/already cancelled/);
       // sipp saw the first call's INVITE and CANCEL, and never the second call.
       await sleep(1500);
-      rings.kill();
-      const received = sippMessages((await rings.done).messages).filter((m) => m.direction === 'received');
-      expect(received.filter((m) => m.method === 'INVITE').map((m) => m.startLine)).toEqual([expect.stringContaining('+15550300005')]);
+      expect(rings.arrivals().map((x) => x.to)).toEqual(['+15550300005']);
+      const received = sippMessages((await rings.stop()).messages).filter((m) => m.direction === 'received');
       expect(received.some((m) => m.method === 'CANCEL')).toBe(true);
       expect((await server.request('GET', `${A}/conversation/${first}/retries`)).body.data).toEqual({ retries: [] });
     } finally {
-      rings.kill();
+      await rings.stop();
       expect((await server.request('DELETE', `${A}/sip-trunk/${trunk}`)).status).toBe(200);
     }
   }, 40_000);
   it('dials from the deprecated fromProductId, and from the caller-ids default when fromNumber is omitted, with Deprecation: true', async () => {
-    const sipp = await startSipp({ scenario: refusing('486 Busy Here'), calls: 2, timeoutS: 20 });
+    const sipp = await startSippCarrier({ answer: 486, calls: 2, timeoutS: 20 });
     // The legacy import: an inbound trunk with the number, an outbound trunk to the carrier; its product id names the number.
     const imported = await server.request('POST', `${A}/product/import-phone-number`, { body: { phoneNumber: '+15550200006', sipTerminationUrl: `127.0.0.1:${sipp.port}` } });
     expect(imported.status, imported.text).toBe(200);
@@ -278,14 +260,14 @@ describe.each(testDialects())('outbound calls on %s', (dialect) => {
       expect(unknownProduct.status).toBe(400);
       expect(unknownProduct.text).toMatch(/fromProductId: ffffffffffffffffffffffff is not a number your organization dials from/);
     } finally {
-      sipp.kill();
+      await sipp.stop();
       expect((await server.request('DELETE', `${A}/agent/${other}/caller-ids/${encodeURIComponent('+15550200006')}`)).status).toBe(200);
       for (const t of [inboundSipTrunkId, outboundSipTrunkId]) expect((await server.request('DELETE', `${A}/sip-trunk/${t}`)).status, `trunk ${t}`).toBe(200);
     }
   }, 40_000);
 
   it('lets PARLEY_OUTBOUND_QUEUE calls wait per carrier address and refuses the next with 429 and Retry-After', async () => {
-    const rings = await startSipp({ scenario: ringing(), calls: 1, timeoutS: 30 });
+    const rings = await startSippCarrier({ answer: 'ring', calls: 1, timeoutS: 30 });
     const trunk = await outboundTrunk(server, rings.port, { numbers: ['+15550200007'], cpsLimit: 1 });
     const ids: string[] = [];
     try {
@@ -298,17 +280,17 @@ describe.each(testDialects())('outbound calls on %s', (dialect) => {
       expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(3);
       expect(refused.body).toMatchObject({ status: false, error_type: 'outbound_queue_full' });
       // Another carrier address has a queue of its own.
-      const sipp = await startSipp({ scenario: refusing('486 Busy Here'), calls: 1, timeoutS: 20 });
+      const sipp = await startSippCarrier({ answer: 486, calls: 1, timeoutS: 20 });
       const elsewhere = await outboundTrunk(server, sipp.port, { numbers: ['+15550200008'] });
       const busy = await call('+15550200008');
       expect(await settled(server, busy)).toMatchObject({ callFailureReason: 'busy' });
-      sipp.kill();
+      await sipp.stop();
       expect((await server.request('DELETE', `${A}/sip-trunk/${elsewhere}`)).status).toBe(200);
     } finally {
       const canceled = await server.request('POST', `${A}/conversation/cancel`, { body: { callIds: ids } });
       expect(canceled.status, canceled.text).toBe(200);
       for (const id of ids) expect((await settled(server, id)).status).toBe('cancelled');
-      rings.kill();
+      await rings.stop();
       expect((await server.request('DELETE', `${A}/sip-trunk/${trunk}`)).status).toBe(200);
     }
   }, 40_000);
@@ -348,7 +330,6 @@ describe.each(testDialects())('outbound pacing by cpsLimit on %s', (dialect) => 
   // A platform carrier on the same address as an outbound trunk: both dial through one pace.
   const carrierPort = 41000 + Math.floor(Math.random() * 4000) * 2;
   const suite = sipServerForSuite(dialect, { PARLEY_CARRIER_ADDRESS: `127.0.0.1:${carrierPort}`, PARLEY_CARRIER_CPS: '4' });
-  afterEach(() => killCallees());
 
   it('sends INVITEs to one carrier address no closer than 1000/cpsLimit ms, first in first out', async () => {
     const server = suite.server;
@@ -397,7 +378,6 @@ describe.each(testDialects())('outbound pacing by cpsLimit on %s', (dialect) => 
 });
 
 describe('outbound calls survive a server restart', () => {
-  afterEach(() => killCallees());
 
   it('a server killed with calls queued: the next one dials the rest, none twice, and closes the ones it may have rung', async () => {
     const store = freshStore('sqlite');
@@ -448,7 +428,6 @@ describe('outbound calls survive a server restart', () => {
 });
 
 describe.runIf(testDialects().includes('postgres'))('outbound pacing across two servers sharing PostgreSQL and Redis', () => {
-  afterEach(() => killCallees());
 
   it('keeps one cpsLimit for both: their INVITEs to the carrier stay 1000/cps apart, each call dialed once', async () => {
     const store = freshStore('postgres');
@@ -477,7 +456,6 @@ describe.runIf(testDialects().includes('postgres'))('outbound pacing across two 
 
 describe.each(testDialects())('an outbound call a person answers, on %s', (dialect) => {
   const suite = sipServerForSuite(dialect);
-  afterEach(() => killCallees());
 
   it('baresip answers, hears the agent greet, says hello, and hears its goodbye before our BYE', async () => {
     const server = suite.server;

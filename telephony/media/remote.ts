@@ -7,7 +7,7 @@ import { Worker } from 'node:worker_threads';
 import { isDtmfString } from './dtmf.js';
 import type { MediaLeg, MediaLegs } from './leg.js';
 import type { PortRange } from './ports.js';
-import { SAMPLE_RATE, type RtpSessionStats, type RtpStartParams } from './session.js';
+import { deliverTo, SAMPLE_RATE, type RtpSessionStats, type RtpStartParams } from './session.js';
 
 export type ToMediaWorker =
   | { op: 'bind'; id: number; localAddress: string }
@@ -257,13 +257,6 @@ export class RemoteMediaLeg implements MediaLeg {
 
   /** A consumer callback's error goes to onError, as on the main-thread RtpSession. */
   private deliver(fn: () => void): void {
-    try {
-      fn();
-    } catch (err) {
-      if (this.onError) this.onError(err as Error);
-      else queueMicrotask(() => {
-        throw err;
-      });
-    }
+    deliverTo(fn, this.onError);
   }
 }

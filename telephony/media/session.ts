@@ -36,6 +36,18 @@ const DTMF_GAP_TICKS = 3;
 /** Most caller frames played out at one wake-up (after a long stall the rest is silence nobody needs). */
 const MAX_PLAYOUT_BURST = 50;
 
+/** Runs a consumer callback; its error goes to `onError`, or is rethrown outside the media code when there is none. */
+export function deliverTo(fn: () => void, onError: ((err: Error) => void) | null): void {
+  try {
+    fn();
+  } catch (err) {
+    if (onError) onError(err as Error);
+    else queueMicrotask(() => {
+      throw err;
+    });
+  }
+}
+
 export interface RtpSessionBindOptions {
   /** Address the socket binds to. */
   localAddress: string;
@@ -401,16 +413,9 @@ export class RtpSession {
     this.deliver(() => this.onAudio?.(frame));
   }
 
-  /** Runs a consumer callback; its error goes to onError, or is rethrown outside the clock when there is none. */
+  /** Runs a consumer callback (see deliverTo). */
   private deliver(fn: () => void): void {
-    try {
-      fn();
-    } catch (err) {
-      if (this.onError) this.onError(err as Error);
-      else queueMicrotask(() => {
-        throw err;
-      });
-    }
+    deliverTo(fn, this.onError);
   }
 
   /** One packet: a DTMF event packet, the next 20 ms of queued audio, or silence. */
