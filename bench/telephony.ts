@@ -24,6 +24,9 @@
 //  3. Where the RTP leg runs, side by side: BENCH_MEDIA_THREADS=worker,main starts one server per PARLEY_MEDIA_THREAD
 //     value (each with its own store, agent and trunk) and, at every level, runs the same phone calls against each in
 //     turn; the first is the one reported above and whose levels decide "held", the others get a table of their own.
+//  4. Outbound calls (bench/lib/outbound.ts; BENCH_OUTBOUND=0 skips it, `npm run bench:outbound` runs it alone): dialer
+//     pacing at cpsLimit 50 with one server and with two sharing PostgreSQL and Redis, and outbound answer -> first
+//     agent audio.
 // Env: BENCH_SETUP_CALLS (60), BENCH_SETUP_RATE (4), BENCH_SETUP_HOLD_MS (500), BENCH_LEVELS (1,4,8,12,16),
 // BENCH_TURNS (4), BENCH_PAUSE_MS (1000), BENCH_STAGGER_MS (2000), BENCH_WS_RATE (8000 or 16000; 8000),
 // BENCH_MEDIA_THREADS (worker; a comma list of worker and main).
@@ -42,6 +45,7 @@ import { sipCall, type SipCall } from '../test/support/rtp-sip-peer.js';
 import { intEnv, stopAndCollectProblems, UNCAPPED_SESSIONS } from './lib/harness.js';
 import { printTable, procCpuSeconds, quantile, resultPath } from './lib/report.js';
 import { CALLER_SENTENCES, closeCaller, createBenchAgent, isAssistantFinal, speechEndSamples } from './lib/voice-agent.js';
+import { outboundPhase, printOutbound } from './lib/outbound.js';
 
 const A = '/atoms/v1';
 const NUMBER = '+15550100';
@@ -532,6 +536,8 @@ try {
   }
 }
 
+const outbound = failure || process.env.BENCH_OUTBOUND === '0' ? null : await outboundPhase({ log });
+
 // ---------------------------------------------------------------------------------------------------------
 // Report
 // ---------------------------------------------------------------------------------------------------------
@@ -601,6 +607,10 @@ for (const end of serverEnds) {
   console.log(`\nserver (media thread ${end.mediaThread}): exit code on SIGTERM ${end.exit}; ${end.problems.length} log lines at warn or above / stderr`);
   for (const l of end.problems.slice(0, 10)) console.log(`  ${l.slice(0, 300)}`);
 }
+if (outbound) {
+  console.log('\nOutbound calls');
+  printOutbound(outbound);
+}
 if (failure) console.log(`\nRUN FAILED: ${failure}`);
 
 const outFile = resultPath('telephony');
@@ -617,6 +627,7 @@ writeFileSync(
       setup,
       levels: rows,
       servers: serverEnds,
+      outbound,
       failure,
     },
     null,
@@ -624,4 +635,4 @@ writeFileSync(
   )}\n`,
 );
 console.log(`\nwrote ${path.relative(process.cwd(), outFile)}`);
-if (failure) process.exitCode = 1;
+if (failure || outbound?.failure) process.exitCode = 1;

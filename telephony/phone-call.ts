@@ -52,8 +52,10 @@ export class PhoneCall {
     });
     // Hung up already while the media leg was starting: the session ends as soon as it is attached.
     if (dialog.destroyed) this.close();
-    this.maxDuration = setTimeout(() => this.end('max_duration'), maxDurationSecs * 1000);
-    this.maxDuration.unref();
+    if (!this.closed) {
+      this.maxDuration = setTimeout(() => this.end('max_duration'), maxDurationSecs * 1000);
+      this.maxDuration.unref();
+    }
   }
 
   /** The agent session runs: events from here on go to the caller. */
@@ -117,10 +119,14 @@ export class PhoneCall {
   }
 }
 
-/** Whether an SDP's audio stream says its sender sends (sendrecv or sendonly); an unreadable one counts as sending. */
+/**
+ * Whether an SDP's audio stream says the call is not on hold (sendrecv), so its sender's RTP is expected. A holder
+ * offers `sendonly` (RFC 3264 §8.4) and many phones then send nothing at all, so any other direction pauses the media
+ * timeout; an unreadable SDP counts as not on hold.
+ */
 function peerSends(sdp: string): boolean {
   const parsed = parseSdp(sdp);
   if ('status' in parsed) return true;
   const audio = parsed.media.find((m) => m.media === 'audio' && m.port !== 0);
-  return audio ? audio.direction === 'sendrecv' || audio.direction === 'sendonly' : false;
+  return audio ? audio.direction === 'sendrecv' : false;
 }

@@ -81,18 +81,34 @@ describe.each(kinds)('%s', (name, make) => {
     expect(await pacer.backlogMs(key)).toBe(0);
     const waits: number[] = [];
     for (let i = 0; i < 5; i++) waits.push(await pacer.reserve(key, 10));
-    waits.forEach((w, i) => expect(Math.abs(w - i * 100), `wait ${i}: ${w}`).toBeLessThan(15));
+    // Slots are intervalMs(10) = 102 ms apart (2% under the limit).
+    waits.forEach((w, i) => expect(Math.abs(w - i * 102), `wait ${i}: ${w}`).toBeLessThan(15));
     const backlog = await pacer.backlogMs(key);
-    expect(backlog).toBeGreaterThan(480);
-    expect(backlog).toBeLessThanOrEqual(500);
+    expect(backlog).toBeGreaterThan(490);
+    expect(backlog).toBeLessThanOrEqual(510);
 
     const mixed = 'tcp:d.example.com:5060';
     expect(await pacer.reserve(mixed, 1)).toBeLessThan(15);
-    expect(Math.abs((await pacer.reserve(mixed, 10)) - 1000)).toBeLessThan(15); // 1 s after a cps-1 slot
-    expect(Math.abs((await pacer.reserve(mixed, 10)) - 1100)).toBeLessThan(15); // then 100 ms after a cps-10 slot
+    expect(Math.abs((await pacer.reserve(mixed, 10)) - 1020)).toBeLessThan(15); // 1.02 s after a cps-1 slot
+    expect(Math.abs((await pacer.reserve(mixed, 10)) - 1122)).toBeLessThan(15); // then 102 ms after a cps-10 slot
 
     await expect(pacer.reserve(key, 0)).rejects.toThrow(RangeError);
     await expect(pacer.reserve(key, Number.NaN)).rejects.toThrow(RangeError);
+  });
+
+  it('takes a slot only when it is due: 0 takes it, a wait leaves it for later', async () => {
+    const pacer = open();
+    const key = 'udp:e.example.com:5060';
+    expect(await pacer.take(key, 10)).toBe(0);
+    const wait = await pacer.take(key, 10);
+    expect(wait).toBeGreaterThan(85);
+    expect(wait).toBeLessThanOrEqual(102);
+    expect(await pacer.take(key, 10)).toBeGreaterThan(80); // asking again took nothing
+    await new Promise((r) => setTimeout(r, Math.ceil(wait) + 2));
+    expect(await pacer.take(key, 10)).toBe(0);
+    // The next slot is an interval after the one just taken.
+    expect(await pacer.take(key, 10)).toBeGreaterThan(95);
+    await expect(pacer.take(key, -1)).rejects.toThrow(RangeError);
   });
 });
 

@@ -219,9 +219,16 @@ export async function moveOutbound(db: Db | Tx, callId: string, from: string[], 
 /** States of a call that may have been dialed: closed, never retried, when their server stops. */
 const MAY_HAVE_RUNG = ['slotted', 'dialing'];
 
-/** Renews the lease on the calls `owner` holds. */
-export async function renewLeases(db: Db, owner: string): Promise<void> {
-  await db.updateTable('outbound_calls').set({ claimed_at: nowIso() }).where('claimed_by', '=', owner).where('state', 'in', ['claimed', ...MAY_HAVE_RUNG]).execute();
+/** Renews the lease on the calls `owner` is working on (`callIds`: only those; a row it dropped lapses). */
+export async function renewLeases(db: Db, owner: string, callIds: string[]): Promise<void> {
+  if (!callIds.length) return;
+  await db
+    .updateTable('outbound_calls')
+    .set({ claimed_at: nowIso() })
+    .where('claimed_by', '=', owner)
+    .where('call_id', 'in', callIds)
+    .where('state', 'in', ['claimed', ...MAY_HAVE_RUNG])
+    .execute();
 }
 
 /**
@@ -264,9 +271,3 @@ export async function retriesOf(db: Db, actor: Actor, callId: string): Promise<s
   const rows = await db.selectFrom('outbound_calls').select(['call_id', 'created_at']).where('retry_of', '=', callId).orderBy('created_at').execute();
   return rows.map((r) => r.call_id);
 }
-
-/** Marks a call's row done (after its outcome is recorded). */
-export async function finishOutbound(db: Db | Tx, callId: string): Promise<void> {
-  await db.updateTable('outbound_calls').set({ state: 'done', updated_at: nowIso() }).where('call_id', '=', callId).execute();
-}
-

@@ -20,7 +20,7 @@ export interface MediaLeg {
   send(pcm: Int16Array): void;
   /** Whether the agent's turn is still producing audio (silence sent then counts as an underrun). */
   set speaking(on: boolean);
-  /** Whether the peer's latest SDP says it sends (false while it holds the call): the media timeout runs only then. */
+  /** Whether the peer's latest SDP is `sendrecv` (false while the call is on hold): the media timeout runs only then. */
   set peerSending(on: boolean);
   /** Drops queued agent audio (barge-in). */
   clear(): void;

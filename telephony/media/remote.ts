@@ -28,7 +28,7 @@ export type FromMediaWorker =
   | { op: 'error'; id: number; message: string }
   | { op: 'consumed'; id: number; samples: number }
   | { op: 'mediaTimeout'; id: number }
-  | { op: 'finished'; id: number; stats: RtpSessionStats }
+  | { op: 'finished'; id: number; stats: RtpSessionStats | null }
   | { op: 'ready'; id: 0 };
 
 /** The counters of a leg whose worker died before it could report them. */
@@ -73,10 +73,15 @@ export class MediaWorker implements MediaLegs {
     return leg;
   }
 
+  /** Finishes every leg (waiting at most 2 s for the worker's answers), then stops the worker. */
   async close(): Promise<void> {
-    await Promise.all([...this.legs.values()].map((leg) => leg.finish()));
+    const legs = [...this.legs.values()];
+    const finished = Promise.all(legs.map((leg) => leg.finish()));
+    await Promise.race([finished, new Promise((r) => setTimeout(r, 2000).unref())]);
     const worker = this.worker;
     this.worker = null;
+    this.legs.clear();
+    for (const leg of legs) leg.lost('media worker stopped');
     await worker?.terminate();
   }
 
@@ -124,6 +129,8 @@ export class RemoteMediaLeg implements MediaLeg {
   private dtmfPayloadType: number | null = null;
   private started = false;
   private closed = false;
+  /** The worker has let the leg go (finished), or the worker is gone: nothing more will come for it. */
+  private gone = false;
   private waiter: Waiter | null = null;
   private finished: Promise<RtpSessionStats> | null = null;
   private resolveFinished: ((stats: RtpSessionStats) => void) | null = null;
@@ -233,13 +240,17 @@ export class RemoteMediaLeg implements MediaLeg {
         this.onError?.(new Error(msg.message));
         break;
       case 'finished':
-        this.resolveFinished?.(msg.stats);
+        this.settle(new Error('RTP session closed')); // a leg finished while it was still binding
+        this.gone = true;
+        this.resolveFinished?.(msg.stats ?? NO_STATS);
         break;
     }
   }
 
   /** The worker died: the leg is gone. */
   lost(reason: string): void {
+    if (this.gone) return;
+    this.gone = true;
     const err = new Error(reason);
     this.settle(err);
     this.closed = true;

@@ -202,7 +202,7 @@ export class RtpSession {
     this.silence = Buffer.alloc(FRAME_SAMPLES, params.codec === 'PCMU' ? linearToMuLaw(0) : linearToALaw(0));
     this.dest = { address: params.remote.address, port: params.remote.port };
     this.params = params;
-    this.peerSends = params.direction !== 'sendonly' && params.direction !== 'inactive';
+    this.peerSends = (params.direction ?? 'sendrecv') === 'sendrecv'; // a call answered on hold is not timed
     this.quietSince = performance.now();
     this.clock.start();
   }
@@ -231,8 +231,8 @@ export class RtpSession {
   }
 
   /**
-   * Whether the peer is meant to be sending now, from its latest SDP: a peer that holds the call with `recvonly` or
-   * `inactive` sends nothing and is not timed out; when it resumes, the media timeout counts from then.
+   * Whether the peer is meant to be sending now, from its latest SDP: `sendrecv`. A peer holding the call (`sendonly`,
+   * `recvonly` or `inactive`) may send nothing and is not timed out; when it resumes, the media timeout counts from then.
    */
   set peerSending(on: boolean) {
     if (on && !this.peerSends) this.quietSince = performance.now();

@@ -10,12 +10,21 @@ const port = parentPort;
 if (!port) throw new Error('media worker: no parent port');
 const allocator = new PortAllocator((workerData as { range: PortRange }).range);
 const sessions = new Map<number, RtpSession>();
+/** Legs still binding, and those of them the main thread has finished already (they close once bound). */
+const binding = new Set<number>();
+const finishedEarly = new Set<number>();
 const post = (msg: FromMediaWorker, transfer?: ArrayBuffer[]) => port.postMessage(msg, transfer ?? []);
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 async function bind(id: number, localAddress: string): Promise<void> {
+  binding.add(id);
   try {
     const s = await RtpSession.bind({ localAddress, ports: allocator });
+    binding.delete(id);
+    if (finishedEarly.delete(id)) {
+      void s.finish().then((stats) => post({ op: 'finished', id, stats }));
+      return;
+    }
     sessions.set(id, s);
     s.onAudio = (frame) => {
       const copy = frame.slice();
@@ -27,7 +36,9 @@ async function bind(id: number, localAddress: string): Promise<void> {
     s.onMediaTimeout = () => post({ op: 'mediaTimeout', id });
     post({ op: 'bound', id, port: s.localPort });
   } catch (err) {
-    post({ op: 'failed', id, message: message(err) });
+    binding.delete(id);
+    if (finishedEarly.delete(id)) post({ op: 'finished', id, stats: null });
+    else post({ op: 'failed', id, message: message(err) });
   }
 }
 
@@ -48,7 +59,10 @@ port.on('message', (msg: ToMediaWorker) => {
     return;
   }
   const s = sessions.get(msg.id);
-  if (!s) return;
+  if (!s) {
+    if (msg.op === 'finish' && binding.has(msg.id)) finishedEarly.add(msg.id);
+    return;
+  }
   switch (msg.op) {
     case 'start':
       void start(s, msg.id, msg.params);

@@ -13,7 +13,7 @@ import type { Actor } from '../../control-plane/agents/agents.js';
 import { updateCall } from '../../control-plane/calls/calls.js';
 import { resolveCallConfig } from '../../control-plane/calls/call-config.js';
 import {
-  cancelOutbound, cancelRequested, claimNext, dialRoute, finishOutbound, moveOutbound, queuedPaceKeys, reclaimExpired, renewLeases,
+  cancelOutbound, cancelRequested, claimNext, dialRoute, moveOutbound, queuedPaceKeys, reclaimExpired, renewLeases,
   type DialRoute, type OutboundRow,
 } from '../../control-plane/telephony/outbound.js';
 import { parseCarrierAddress } from '../../control-plane/telephony/validation.js';
@@ -28,10 +28,11 @@ import type { TelephonyMetrics } from '../metrics.js';
 import { PhoneCall } from '../phone-call.js';
 import { SipError } from '../sip/message.js';
 import type { SipStack, SipTarget } from '../sip/stack.js';
+import type { Dialog } from '../sip/dialog.js';
 import type { DigestClientCredentials } from '../sip/digest.js';
 import type { Selectable } from 'kysely';
 import type { SipTrunksTable } from '../../control-plane/store/schema.js';
-import type { Pacer } from './pacer.js';
+import { intervalMs, type Pacer } from './pacer.js';
 
 export interface DialerDeps {
   db: Db;
@@ -76,6 +77,9 @@ export class OutboundDialer {
   private readonly lanes = new Map<string, Promise<void>>();
   private readonly ringing = new Map<string, Ringing>();
   private readonly calls = new Set<PhoneCall>();
+  /** Calls this server has claimed and not yet closed or handed to a PhoneCall: the leases it renews. */
+  private readonly held = new Set<string>();
+  private readonly placing = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
   private sweeping = false;
   private sweepAgain = false;
@@ -107,7 +111,10 @@ export class OutboundDialer {
   async cancel(actor: Actor, callId: string): Promise<{ callId: string; canceled: boolean; reason?: string }> {
     const outcome = await cancelOutbound(this.deps.db, actor, callId);
     if (!outcome.canceled) return outcome;
-    if (outcome.wasQueued) await this.recordUnanswered(outcome.row, { status: 'cancelled', reason: 'canceled' });
+    if (outcome.wasQueued) {
+      this.held.delete(callId);
+      await this.record(outcome.row, { status: 'cancelled', reason: 'canceled' });
+    }
     else {
       const ringing = this.ringing.get(callId);
       if (ringing) {
@@ -123,9 +130,12 @@ export class OutboundDialer {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     for (const r of this.ringing.values()) r.abort.abort();
+    // Lanes return (a slotted call not yet sent goes back to the queue); calls being placed settle; then every call
+    // that is up (answered before or during this) ends.
+    await Promise.all([...this.lanes.values(), ...this.placing]);
     const calls = [...this.calls];
     for (const c of calls) c.end(reason);
-    await Promise.all([...this.lanes.values(), ...calls.map((c) => c.done)]);
+    await Promise.all(calls.map((c) => c.done));
   }
 
   private async sweep(): Promise<void> {
@@ -137,7 +147,7 @@ export class OutboundDialer {
     this.sweeping = true;
     const { db, owner } = this.deps;
     try {
-      await renewLeases(db, owner);
+      await renewLeases(db, owner, [...this.held]);
       for (const row of await reclaimExpired(db, this.leaseMs)) await this.closeStale(row);
       for (const id of await cancelRequested(db, owner)) {
         const ringing = this.ringing.get(id);
@@ -147,7 +157,12 @@ export class OutboundDialer {
         }
       }
       for (const key of await queuedPaceKeys(db)) {
-        if (!this.lanes.has(key)) this.lanes.set(key, this.lane(key).finally(() => this.lanes.delete(key)));
+        if (!this.lanes.has(key)) {
+          const lane = this.lane(key)
+            .catch((err: unknown) => this.deps.logger.error({ err: err instanceof Error ? err.message : String(err), key }, 'outbound dialer lane failed'))
+            .finally(() => this.lanes.delete(key));
+          this.lanes.set(key, lane);
+        }
       }
     } catch (err) {
       this.deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'outbound dialer: queue sweep failed');
@@ -161,9 +176,10 @@ export class OutboundDialer {
   }
 
   /**
-   * Serves one carrier address: claims the oldest queued call, prepares it (trunk, RTP port, offer), waits for the
-   * address's next pace slot and sends the INVITE at it; then the next, until none is waiting. The INVITE goes out
-   * no sooner than one interval after this lane's previous one, whatever the timers did.
+   * Serves one carrier address: claims the oldest queued call, prepares it (trunk, RTP port, offer), takes the address's
+   * next pace slot and sends the INVITE at it; then the next, until none is waiting. The slot is taken once the call is
+   * ready, so a slow preparation never sends a call late against a slot the other calls are paced from. The INVITE
+   * goes out no sooner than one interval after this lane's previous one, whatever the timers did.
    */
   private async lane(key: string): Promise<void> {
     const { db, owner, limits } = this.deps;
@@ -171,61 +187,84 @@ export class OutboundDialer {
     while (!this.stopped) {
       const row = await claimNext(db, key, owner).catch(() => null);
       if (!row) return;
+      this.held.add(row.call_id);
+      const requeue = async () => {
+        await moveOutbound(db, row.call_id, ['claimed', 'slotted'], 'queued', owner).catch(() => undefined);
+        this.held.delete(row.call_id);
+      };
       let lease: Lease;
       try {
         lease = limits.acquire('speech', `org:${row.org_id}`);
       } catch {
         // The server (or the organization) is at its call limit: the call goes back to its place in the queue.
-        await moveOutbound(db, row.call_id, ['claimed'], 'queued', owner);
+        await requeue();
         await sleep(this.pollMs);
         continue;
       }
-      let prepared: Prepared | null = null;
-      const ring = { abort: new AbortController(), canceled: false };
+      let rtp: MediaLeg | null = null;
+      const ring: Ringing = { abort: new AbortController(), canceled: false };
       try {
-        prepared = await this.prepare(row);
+        const route = await dialRoute(db, this.deps.carrier, { phoneNumber: row.from_number, trunkId: row.trunk_id, platformNumberId: null }, 'fromNumber').catch(() => {
+          throw new DialFailure('no_route');
+        });
+        const prepared = await this.prepare(row, route, (leg) => (rtp = leg));
         // The call is marked as being dialed before its slot, so that nothing is left to write between the slot and
         // the INVITE (a cancel meanwhile flags it; a crash meanwhile closes it as server_stopped, never dialed twice).
         if (!(await moveOutbound(db, row.call_id, ['claimed'], 'slotted', owner))) {
           void prepared.rtp.finish(); // canceled since it was claimed (the cancel recorded it)
           lease.release();
+          this.held.delete(row.call_id);
           continue;
         }
         this.ringing.set(row.call_id, ring);
-        const interval = 1000 / prepared.route.cps;
-        const reservedAt = performance.now();
-        const wait = Math.max(await this.deps.pacer.reserve(key, prepared.route.cps), lastSentAt + interval - reservedAt);
-        await until(reservedAt + wait);
+        // The slot is taken when it is due, right before the INVITE, so a stall of this process before the take
+        // cannot send it late against a slot the other servers already count from.
+        await until(lastSentAt + intervalMs(route.cps));
+        try {
+          for (let wait = await this.deps.pacer.take(key, route.cps); wait > 0 && !ring.canceled && !this.stopped; wait = await this.deps.pacer.take(key, route.cps)) {
+            await until(performance.now() + wait);
+          }
+        } catch (err) {
+          // The pace cannot be kept (Redis is down): the call waits in the queue rather than fail undialed.
+          this.deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'outbound pace unavailable; calls wait');
+          this.ringing.delete(row.call_id);
+          void prepared.rtp.finish();
+          lease.release();
+          await requeue();
+          await sleep(this.pollMs);
+          continue;
+        }
         if (this.stopped || ring.canceled) {
           this.ringing.delete(row.call_id);
           void prepared.rtp.finish();
           lease.release();
-          await this.recordUnanswered(row, this.stopped ? { status: 'failed', reason: 'server_shutdown' } : { status: 'cancelled', reason: 'canceled' });
-          if (this.stopped) return;
+          if (this.stopped) {
+            await requeue(); // never sent: it keeps its place for the next start
+            return;
+          }
+          await this.finish(row, ['slotted'], { status: 'cancelled', reason: 'canceled' });
           continue;
         }
         lastSentAt = performance.now();
-        void this.place(row, prepared, lease, ring);
+        const placing = this.place(row, prepared, lease, ring).finally(() => this.placing.delete(placing));
+        this.placing.add(placing);
         void moveOutbound(db, row.call_id, ['slotted'], 'dialing', owner).catch(() => undefined);
       } catch (err) {
         this.ringing.delete(row.call_id);
-        void prepared?.rtp.finish();
+        void (rtp as MediaLeg | null)?.finish();
         lease.release();
         const reason = err instanceof DialFailure ? err.message : 'error';
         if (!(err instanceof DialFailure)) this.deps.logger.error({ callId: row.call_id, err: err instanceof Error ? err.message : String(err) }, 'outbound call could not be placed');
-        if (await moveOutbound(db, row.call_id, ['claimed', 'slotted'], 'done', owner)) await this.recordUnanswered(row, { status: 'failed', reason });
+        await this.finish(row, ['claimed', 'slotted'], { status: 'failed', reason });
       }
     }
   }
 
   /** Everything a call needs before its INVITE: where it goes, with what credentials, its RTP port and SDP offer. */
-  private async prepare(row: OutboundRow): Promise<Prepared> {
+  private async prepare(row: OutboundRow, route: DialRoute, onLeg: (leg: MediaLeg) => void): Promise<Prepared> {
     const { db, carrier } = this.deps;
     const trunk = row.trunk_id ? await db.selectFrom('sip_trunks').selectAll().where('id', '=', row.trunk_id).executeTakeFirst() : null;
     if (row.trunk_id && !trunk) throw new DialFailure('trunk_deleted');
-    const route = await dialRoute(db, carrier, { phoneNumber: row.from_number, trunkId: row.trunk_id, platformNumberId: null }, 'fromNumber').catch(() => {
-      throw new DialFailure('no_route');
-    });
     const parsed = parseCarrierAddress(trunk ? trunk.address : carrier.address);
     if (!parsed) throw new DialFailure('no_route');
     const transport = (trunk ? trunk.transport : carrier.transport) ?? 'udp';
@@ -236,6 +275,7 @@ export class OutboundDialer {
     const username = trunk ? trunk.auth_username : carrier.username;
     const password = trunk ? (trunk.auth_username ? await trunkPassword(db, this.deps.secrets, trunk.id) : null) : (carrier.password ?? null);
     const rtp = await this.deps.media.bind(this.stack.host === '0.0.0.0' ? '0.0.0.0' : this.stack.host);
+    onLeg(rtp);
     const encryption = (trunk?.media_encryption as MediaEncryption | undefined) ?? 'allow';
     const offer = buildOffer({ encryption, localAddress: this.stack.publicAddress, localPort: rtp.localPort });
     return {
@@ -254,6 +294,7 @@ export class OutboundDialer {
     const { db, logger } = this.deps;
     const callId = row.call_id;
     let rtp: MediaLeg | null = p.rtp;
+    let dialog: Dialog | null = null;
     let phone: PhoneCall | null = null;
     let ringTimedOut = false;
     const ringTimer = setTimeout(() => {
@@ -272,14 +313,22 @@ export class OutboundDialer {
       });
       dialing.catch(() => undefined); // settled below; not an unhandled rejection while the status is written
       await updateCall(db, callId, { status: 'processing' });
-      const dialog = await dialing;
+      dialog = await dialing;
       clearTimeout(ringTimer);
       this.ringing.delete(callId);
-      const accepted = acceptAnswer(dialog.remoteSdp, p.offer);
-      if (!accepted.ok) {
-        await dialog.destroy({ reason: 'bad_answer' }).catch(() => undefined);
-        throw new DialFailure('bad_answer_sdp');
+      // Answered: the call is no longer the queue's (nor cancelable). If another server closed it meanwhile (our lease
+      // lapsed), its record is final: hang up without writing anything.
+      if (!(await moveOutbound(db, callId, ['slotted', 'dialing'], 'done'))) {
+        this.held.delete(callId);
+        await dialog.destroy({ reason: 'closed_elsewhere' }).catch(() => undefined);
+        void p.rtp.finish();
+        lease.release();
+        logger.warn({ callId }, 'outbound call answered after its record was closed elsewhere; hung up');
+        return;
       }
+      this.held.delete(callId);
+      const accepted = acceptAnswer(dialog.remoteSdp, p.offer);
+      if (!accepted.ok) throw new DialFailure('bad_answer_sdp');
       await p.rtp.start({ ...accepted, noiseSuppression: Boolean(p.trunk?.noise_suppression), mediaTimeoutMs: (this.deps.mediaTimeoutSecs ?? 0) * 1000 });
       const metrics = this.deps.metrics;
       metrics?.answered('outbound', (performance.now() - sentAt) / 1000);
@@ -307,38 +356,63 @@ export class OutboundDialer {
         (e) => answered.onEvent(e),
       );
       answered.attach(call);
-      await finishOutbound(db, callId);
       logger.info({ callId, sipCallId: dialog.callId, to: row.to_number, from: row.from_number, trunk: row.trunk_id }, 'outbound call answered');
     } catch (err) {
       clearTimeout(ringTimer);
       this.ringing.delete(callId);
+      ring.abort.abort(); // an INVITE still out (a store error above) is CANCELed, not left to be answered into nothing
       void rtp?.finish();
-      if (phone) {
-        // Answered, but the agent could not start: hang up, and the record says why.
-        if (!phone.dialog.destroyed) await phone.dialog.destroy({ reason: 'error' }).catch(() => undefined);
-        phone.end('error');
-        logger.error({ callId, err: err instanceof Error ? err.message : String(err) }, 'outbound call answered, but the agent could not start');
-        await this.recordUnanswered(row, { status: 'failed', reason: 'agent_unavailable' });
+      const message = err instanceof Error ? err.message : String(err);
+      if (dialog) {
+        // Answered, but the call could not go on (its SDP, its media, the agent): hang up, and the record says why.
+        if (!dialog.destroyed) await dialog.destroy({ reason: 'error' }).catch(() => undefined);
+        if (phone) phone.end('error');
+        else lease.release();
+        logger.error({ callId, err: message }, 'outbound call answered, but it could not go on');
+        await this.record(row, { status: 'failed', reason: err instanceof DialFailure ? err.message : 'agent_unavailable' });
         return;
       }
       lease.release();
-      const outcome: Unanswered = this.stopped && err instanceof SipError && err.status === 487 && !ring.canceled
-        ? { status: 'failed', reason: 'server_shutdown' }
-        : err instanceof SipError ? outcomeOf(err.status, { ringTimedOut }) : err instanceof DialFailure ? { status: 'failed', reason: err.message } : { status: 'failed', reason: 'error' };
-      if (!(err instanceof SipError) && !(err instanceof DialFailure)) logger.error({ callId, err: err instanceof Error ? err.message : String(err) }, 'outbound call failed');
-      await this.recordUnanswered(row, outcome);
+      if (!(err instanceof SipError) && !(err instanceof DialFailure)) logger.error({ callId, err: message }, 'outbound call failed');
+      await this.finish(row, ['slotted', 'dialing'], this.unansweredOutcome(err, ring, ringTimedOut));
     }
+  }
+
+  /** The outcome of an INVITE that ended without an answer. */
+  private unansweredOutcome(err: unknown, ring: Ringing, ringTimedOut: boolean): Unanswered {
+    if (err instanceof DialFailure) return { status: 'failed', reason: err.message };
+    if (!(err instanceof SipError)) return { status: 'failed', reason: 'error' };
+    if (err.status === 487) {
+      if (ring.canceled || ringTimedOut) return outcomeOf(487, { ringTimedOut });
+      return { status: 'failed', reason: this.stopped ? 'server_shutdown' : 'sip_487' }; // not our CANCEL
+    }
+    // Made up by our own stack (no response came from anywhere): the carrier never answered, or could not be reached.
+    if (!err.response?.source) return { status: 'failed', reason: err.status === 408 ? 'no_response' : 'unreachable' };
+    return outcomeOf(err.status, { ringTimedOut });
   }
 
   /** A call a stopped server had claimed for dialing: it may have rung, so it is closed as failed, not dialed again. */
   private async closeStale(row: OutboundRow): Promise<void> {
-    if (!(await moveOutbound(this.deps.db, row.call_id, ['slotted', 'dialing'], 'done'))) return;
-    await this.recordUnanswered(row, { status: 'failed', reason: 'server_stopped' });
+    await this.finish(row, ['slotted', 'dialing'], { status: 'failed', reason: 'server_stopped' }, false);
   }
 
-  private async recordUnanswered(row: OutboundRow, outcome: Unanswered): Promise<void> {
+  /**
+   * Closes a call's row (only from the states given, so each call gets one outcome, whichever server writes first)
+   * and records its outcome.
+   */
+  private async finish(row: OutboundRow, from: string[], outcome: Unanswered, mine = true): Promise<void> {
     try {
-      await finishOutbound(this.deps.db, row.call_id);
+      const moved = await moveOutbound(this.deps.db, row.call_id, from, 'done', mine ? this.deps.owner : undefined);
+      if (mine) this.held.delete(row.call_id);
+      if (moved) await this.record(row, outcome);
+    } catch (err) {
+      this.deps.logger.warn({ callId: row.call_id, err: err instanceof Error ? err.message : String(err) }, 'could not close an outbound call');
+    }
+  }
+
+  /** The call record and events of a call that was not answered (or could not go on once answered). */
+  private async record(row: OutboundRow, outcome: Unanswered): Promise<void> {
+    try {
       await this.deps.runtime.recordUnanswered(
         { orgId: row.org_id, agentId: row.agent_id, type: 'telephony_outbound', fromNumber: row.from_number, toNumber: row.to_number, callId: row.call_id },
         outcome,
