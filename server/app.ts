@@ -48,6 +48,7 @@ import { MediaWorker } from '../telephony/media/remote.js';
 import { OutboundDialer } from '../telephony/outbound/dialer.js';
 import { LocalPacer, RedisPacer } from '../telephony/outbound/pacer.js';
 import { outboundRoutes, type OutboundRouteDeps } from '../transports/routes/outbound.js';
+import { audienceRoutes } from '../transports/routes/audiences.js';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Settings } from './settings.js';
@@ -105,6 +106,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   telephonyAgentRoutes(server, settings.atomsPrefix, ctx);
   const outbound: OutboundRouteDeps = { dialer: null, maxQueuedPerAddress: settings.outboundQueue };
   outboundRoutes(server, settings.atomsPrefix, ctx, outbound);
+  audienceRoutes(server, settings.atomsPrefix, ctx);
   tokenRoutes(server, settings.wavesPrefix, tokens, new RateLimiter(), settings.tokenMintsPerMinute);
   const registry = new ModelRegistry({
     cacheDir: path.join(settings.dataDir, 'models-cache'),

@@ -450,6 +450,40 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('outbound_calls_retry').on('outbound_calls').columns(['retry_of']).execute();
     },
   },
+  '0013_audiences': {
+    async up(db: Kysely<any>) {
+      // Campaign audiences: the recipients of an uploaded CSV. Member counts are counted, not stored.
+      await db.schema
+        .createTable('audiences')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('org_id', 'text', (c) => c.notNull().references('organizations.id').onDelete('cascade'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('description', 'text')
+        .addColumn('phone_number_column', 'text', (c) => c.notNull())
+        .addColumn('identifier_column', 'text')
+        .addColumn('created_by', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('audiences_org').on('audiences').columns(['org_id', 'created_at']).execute();
+      // One row per recipient: a number once per audience, an identifier (when the audience has one) once too.
+      // `position` keeps file order; `search_text` is the lower-cased number, identifier and variable values, joined by U+001F.
+      await db.schema
+        .createTable('audience_members')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('audience_id', 'text', (c) => c.notNull().references('audiences.id').onDelete('cascade'))
+        .addColumn('phone_number', 'text', (c) => c.notNull())
+        .addColumn('identifier', 'text')
+        .addColumn('variables', 'text', (c) => c.notNull())
+        .addColumn('search_text', 'text', (c) => c.notNull())
+        .addColumn('position', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addUniqueConstraint('audience_members_number', ['audience_id', 'phone_number'])
+        .addUniqueConstraint('audience_members_identifier', ['audience_id', 'identifier'])
+        .execute();
+      await db.schema.createIndex('audience_members_order').on('audience_members').columns(['audience_id', 'position']).execute();
+    },
+  },
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -390,6 +390,37 @@ export interface OutboundCallsTable {
   updated_at: string;
 }
 
+/** A campaign audience (migration 0013): the recipients of one CSV upload and those added since. */
+export interface AudiencesTable {
+  id: string;
+  org_id: string;
+  name: string;
+  description: string | null;
+  /** The CSV column the numbers came from. */
+  phone_number_column: string;
+  /** The CSV column naming each member uniquely; null when the audience has none. */
+  identifier_column: string | null;
+  /** The API key name that uploaded it. */
+  created_by: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** One recipient of an audience: an E.164 number (unique in the audience), an optional identifier and call variables. */
+export interface AudienceMembersTable {
+  id: string;
+  audience_id: string;
+  phone_number: string;
+  identifier: string | null;
+  /** JSON object of call variables. */
+  variables: string;
+  /** Lower-cased number, identifier and variable values joined by U+001F (never in a query), for search. */
+  search_text: string;
+  /** File order (members added later go after). */
+  position: number;
+  created_at: string;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;
@@ -414,4 +445,6 @@ export interface Database {
   caller_ids: CallerIdsTable;
   transfer_sources: TransferSourcesTable;
   outbound_calls: OutboundCallsTable;
+  audiences: AudiencesTable;
+  audience_members: AudienceMembersTable;
 }
