@@ -60,7 +60,7 @@ async function openPostgres(url: string, schema?: string): Promise<Store> {
   // The schema is set as a connection start-up option, so no query can run before it applies.
   const pool = new pg.Pool({ connectionString: url, max: 10, ...(schema ? { options: `-c search_path=${schema}` } : {}) });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  await migrate(db);
+  await migrate(db, schema);
   const safe = new URL(url);
   safe.password = '';
   safe.username = '';
@@ -73,8 +73,13 @@ export function isUniqueViolation(err: unknown): boolean {
   return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === '23505';
 }
 
-async function migrate(db: Db): Promise<void> {
-  const { error, results } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
+/**
+ * Runs the migrations. `schema` (PostgreSQL's DATABASE_SCHEMA) is also where Kysely looks for its own migration
+ * tables: without it, it looks them up in every schema of the database, so a database holding other Parley schemas
+ * made it skip creating its tables in this one ("relation kysely_migration_lock does not exist", seen in CI).
+ */
+async function migrate(db: Db, schema?: string): Promise<void> {
+  const { error, results } = await new Migrator({ db, provider: migrationProvider, ...(schema ? { migrationTableSchema: schema } : {}) }).migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');
   if (error || failed) throw new Error(`migration failed: ${failed?.migrationName ?? ''} ${String(error)}`);
 }

@@ -257,12 +257,14 @@ export async function cancelOutbound(db: Db, actor: Actor, callId: string): Prom
   const call = await loadCall(db, actor, callId);
   const row = await db.selectFrom('outbound_calls').selectAll().where('call_id', '=', call.call_id).executeTakeFirst();
   if (!row) return { callId, canceled: false, reason: 'not an outbound call' };
-  if (await moveOutbound(db, callId, ['queued', 'claimed'], 'done')) return { callId, canceled: true, row, wasQueued: true };
-  if (MAY_HAVE_RUNG.includes(row.state)) {
+  // The dialer moves the call on meanwhile (claimed -> slotted, or slotted back to queued): try both ways, twice.
+  for (let tries = 0; tries < 2; tries++) {
+    if (await moveOutbound(db, callId, ['queued', 'claimed'], 'done')) return { callId, canceled: true, row, wasQueued: true };
     const res = await db.updateTable('outbound_calls').set({ cancel_requested: 1, updated_at: nowIso() }).where('call_id', '=', callId).where('state', 'in', MAY_HAVE_RUNG).executeTakeFirst();
     if (Number(res.numUpdatedRows) === 1) return { callId, canceled: true, row, wasQueued: false };
   }
-  return { callId, canceled: false, reason: call.status === 'in_progress' ? 'already answered (end it instead)' : `already ${call.status}` };
+  const now = await loadCall(db, actor, callId);
+  return { callId, canceled: false, reason: now.status === 'in_progress' ? 'already answered (end it instead)' : `already ${now.status}` };
 }
 
 /** `GET /conversation/{callId}/retries`: the calls placed as retries of this one, oldest first. */
