@@ -21,7 +21,13 @@
 // engine adds beyond waiting for end of utterance and for the models. Recognition is speculative (it runs during the
 // end-of-utterance wait), so it is inside eou delay, not added to it.
 // Server CPU is the server process's utime+stime over the level's wall time (100% = one core of the 2); client CPU
-// is this process's (the callers share the machine with the server).
+// is this process's (the callers share the machine with the server); machine CPU is the whole machine's busy share
+// over the level from /proc/stat (100% = every CPU busy; busy = all jiffies - idle - iowait).
+// Inference queue per level and job kind (live, speculative, interim, file, synthesis): jobs, wait for a slot and
+// run time p50/p95, from the server's parley_inference_{wait,run}_seconds histograms scraped before and after the
+// level and differenced (quantiles interpolated inside the buckets, so to within a bucket's width, ~1.5x apart), and
+// the share of inference time spent waiting. A level is reported bound by compute when the machine CPU is >= 80%
+// (the issue's line), by waiting when under that and >= 25% of inference time (wait + run) was waiting for a slot.
 //     After the first level that fails, up to BENCH_REFINE (2) levels between it and the last good one are tried
 //     (bisection), budget permitting.
 // Env: BENCH_LEVELS (voice, default 1,2,4,6,8,12,16,24,32,48,64), BENCH_TURNS (per voice caller, 4),
@@ -36,6 +42,8 @@ import { performance } from 'node:perf_hooks';
 import { AgentCaller, connectUrl, endedCall, speech, type Frame } from '../test/support/agent-client.js';
 import { ROOT, freshStore, startServer, type StoreEnv, type TestServer } from '../test/support/server.js';
 import { printTable, resultPath, quantile, procCpuSeconds } from './lib/report.js';
+import { diffHistograms, histogramQuantile, machineCpuMeter, parseHistograms, type Histogram } from './lib/prom.js';
+import { INFERENCE_KINDS } from '../engine/models/queue.js';
 import { CALLER_SENTENCES, GRAPH, OPENING, closeCaller, createBenchAgent, isAssistantFinal, speechEndSamples } from './lib/voice-agent.js';
 import type { TurnMetrics } from '../engine/agent/session.js';
 
@@ -78,17 +86,75 @@ const r1 = (x: number) => Math.round(x * 10) / 10;
 /** Nearest-rank quantile (as bench/publish-latency.ts); NaN for no values. */
 const nums = (xs: readonly (number | null | undefined)[]) => xs.filter((x): x is number => typeof x === 'number' && Number.isFinite(x));
 const fmt = (x: number, digits = 0) => (Number.isFinite(x) ? x.toFixed(digits) : 'n/a');
+/** A quantile read from the inference histograms: inside the first bucket (0-1 ms) it is only known to be under 1 ms. */
+const bucketMs = (x: number) => (x <= 1 ? '<1' : fmt(x, x < 10 ? 1 : 0));
 
 
 function cpuMeter(server: TestServer) {
   const t0 = performance.now();
   const s0 = procCpuSeconds(server.proc.pid);
   const c0 = process.cpuUsage();
+  const machine = machineCpuMeter();
   return () => {
     const wall = (performance.now() - t0) / 1000;
     const c = process.cpuUsage(c0);
-    return { serverPct: r1(((procCpuSeconds(server.proc.pid) - s0) / wall) * 100), clientPct: r1(((c.user + c.system) / 1e6 / wall) * 100) };
+    return {
+      serverPct: r1(((procCpuSeconds(server.proc.pid) - s0) / wall) * 100),
+      clientPct: r1(((c.user + c.system) / 1e6 / wall) * 100),
+      machinePct: r1(machine()),
+    };
   };
+}
+
+/** One inference job kind over a level: jobs, and wait / run quantiles (ms) read from the histogram buckets. */
+interface InferenceKindRow {
+  jobs: number;
+  waitP50Ms: number;
+  waitP95Ms: number;
+  runP50Ms: number;
+  runP95Ms: number;
+  waitTotalS: number;
+  runTotalS: number;
+}
+
+async function inferenceScrape(server: TestServer): Promise<{ wait: Map<string, Histogram>; run: Map<string, Histogram> }> {
+  const text = (await server.request('GET', '/metrics', { key: null })).text;
+  return { wait: parseHistograms(text, 'parley_inference_wait_seconds', 'kind'), run: parseHistograms(text, 'parley_inference_run_seconds', 'kind') };
+}
+
+/** Starts measuring the server's inference queue; the returned function gives what ran since, per job kind. */
+async function inferenceMeter(server: TestServer): Promise<() => Promise<Record<string, InferenceKindRow>>> {
+  const before = await inferenceScrape(server);
+  return async () => {
+    const after = await inferenceScrape(server);
+    const wait = diffHistograms(after.wait, before.wait);
+    const run = diffHistograms(after.run, before.run);
+    const out: Record<string, InferenceKindRow> = {};
+    const ms = (h: Histogram | undefined, q: number) => r1(histogramQuantile(h, q) * 1000);
+    for (const kind of [...INFERENCE_KINDS, ...[...run.keys()].filter((k) => !(INFERENCE_KINDS as readonly string[]).includes(k))]) {
+      const w = wait.get(kind);
+      const r = run.get(kind);
+      if (!r) continue;
+      out[kind] = {
+        jobs: r.count,
+        waitP50Ms: ms(w, 0.5),
+        waitP95Ms: ms(w, 0.95),
+        runP50Ms: ms(r, 0.5),
+        runP95Ms: ms(r, 0.95),
+        waitTotalS: Math.round((w?.sum ?? 0) * 1000) / 1000,
+        runTotalS: Math.round(r.sum * 1000) / 1000,
+      };
+    }
+    return out;
+  };
+}
+
+/** Share of the level's inference time (wait + run, all kinds) spent waiting for a slot, %. */
+function waitSharePct(inference: Record<string, InferenceKindRow>): number {
+  const rows = Object.values(inference);
+  const wait = rows.reduce((a, x) => a + x.waitTotalS, 0);
+  const run = rows.reduce((a, x) => a + x.runTotalS, 0);
+  return wait + run > 0 ? r1((wait / (wait + run)) * 100) : NaN;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -243,6 +309,10 @@ interface VoiceRow {
   extraUserTurns: number;
   serverCpuPct: number;
   clientCpuPct: number;
+  machineCpuPct: number;
+  /** Per inference job kind over the level (kinds with no job left out). */
+  inference: Record<string, InferenceKindRow>;
+  inferenceWaitSharePct: number;
   wallS: number;
   e2eP50OverC1: number | null;
   keepsUp: boolean;
@@ -251,11 +321,13 @@ interface VoiceRow {
 }
 
 async function voiceLevel(server: TestServer, agentId: string, speechSet: Speech[], n: number, turns: number): Promise<{ row: VoiceRow; sessions: VoiceSession[] }> {
+  const inferenceSince = await inferenceMeter(server);
   const cpu = cpuMeter(server);
   const t0 = performance.now();
   const sessions = await Promise.all(Array.from({ length: n }, (_, i) => voiceCaller(server, agentId, speechSet, i, turns, n > 1 ? Math.round((i * STAGGER_MS) / n) : 0)));
   const wallS = r1((performance.now() - t0) / 1000);
-  const { serverPct, clientPct } = cpu();
+  const { serverPct, clientPct, machinePct } = cpu();
+  const inference = await inferenceSince();
   const m = sessions.flatMap((s) => s.metrics);
   const pace = sessions.flatMap((s) => s.pacing);
   const failed = sessions.filter((s) => s.error);
@@ -288,6 +360,9 @@ async function voiceLevel(server: TestServer, agentId: string, speechSet: Speech
     extraUserTurns: sessions.reduce((a, s) => a + Math.max(0, s.userTurns - s.turnsDone), 0),
     serverCpuPct: serverPct,
     clientCpuPct: clientPct,
+    machineCpuPct: machinePct,
+    inference,
+    inferenceWaitSharePct: waitSharePct(inference),
     wallS,
     e2eP50OverC1: null,
     keepsUp: false,
@@ -355,6 +430,7 @@ interface ChatRow {
   replyMaxMs: number;
   serverCpuPct: number;
   clientCpuPct: number;
+  machineCpuPct: number;
   wallS: number;
   keepsUp: boolean;
   errors: string[];
@@ -365,7 +441,7 @@ async function chatLevel(server: TestServer, agentId: string, n: number): Promis
   const t0 = performance.now();
   const sessions = await Promise.all(Array.from({ length: n }, (_, i) => chatCaller(server, agentId, i, CHAT_TURNS, Math.round((i * 1000) / n))));
   const wallS = r1((performance.now() - t0) / 1000);
-  const { serverPct, clientPct } = cpu();
+  const { serverPct, clientPct, machinePct } = cpu();
   const ms = sessions.flatMap((s) => s.replyMs);
   const failed = sessions.filter((s) => s.error);
   const p95 = quantile(ms, 0.95);
@@ -378,6 +454,7 @@ async function chatLevel(server: TestServer, agentId: string, n: number): Promis
     replyMaxMs: Math.round((ms.length ? Math.max(...ms) : NaN) * 100) / 100,
     serverCpuPct: serverPct,
     clientCpuPct: clientPct,
+    machineCpuPct: machinePct,
     wallS,
     keepsUp: failed.length === 0 && ms.length === n * CHAT_TURNS && p95 <= CHAT_P95_LIMIT_MS,
     errors: [...new Set(failed.map((s) => `#${s.index}: ${s.error}`))].slice(0, 10),
@@ -427,7 +504,7 @@ try {
     const { row, sessions } = await voiceLevel(s, agentId, speechSet, n, TURNS);
     voiceRows.push(row);
     voiceDetail[String(n)] = sessions;
-    log(`  e2e p50 ${fmt(row.e2eP50Ms)} p95 ${fmt(row.e2eP95Ms)} ms, overhead p95 ${fmt(row.overheadP95Ms, 1)} ms, underruns ${row.underrunTurns}/${row.agentTurns}, server CPU ${fmt(row.serverCpuPct)}%: ${row.keepsUp ? 'keeps up' : `falls behind (${row.why.join('; ')})`}`);
+    log(`  e2e p50 ${fmt(row.e2eP50Ms)} p95 ${fmt(row.e2eP95Ms)} ms, overhead p95 ${fmt(row.overheadP95Ms, 1)} ms, underruns ${row.underrunTurns}/${row.agentTurns}, server CPU ${fmt(row.serverCpuPct)}%, machine CPU ${fmt(row.machineCpuPct)}%, inference waiting ${fmt(row.inferenceWaitSharePct)}%: ${row.keepsUp ? 'keeps up' : `falls behind (${row.why.join('; ')})`}`);
     return row;
   };
   const overBudget = (n: number) => {
@@ -494,7 +571,7 @@ console.log(
 
 printTable(
   'Voice (webcall, 16 kHz): engine per-turn metrics (ms) from the call records, client e2e and output pacing measured by the callers',
-  ['sessions', 'turns', 'e2e p50', 'e2e p95', 'x c=1', 'client e2e p50', 'eou p50', 'recog p50', 'recog p95', 'brain tok p50', 'tts 1st p50', 'tts 1st p95', 'ovh p50', 'ovh p95', 'ovh max', 'underrun turns', 'max deficit', 'span/audio', 'srv CPU', 'cli CPU', 'keeps up'],
+  ['sessions', 'turns', 'e2e p50', 'e2e p95', 'x c=1', 'client e2e p50', 'eou p50', 'recog p50', 'recog p95', 'brain tok p50', 'tts 1st p50', 'tts 1st p95', 'ovh p50', 'ovh p95', 'ovh max', 'underrun turns', 'max deficit', 'span/audio', 'srv CPU', 'cli CPU', 'machine CPU', 'keeps up'],
   voiceRows.map((r) => [
     String(r.sessions),
     String(r.turns),
@@ -516,17 +593,45 @@ printTable(
     fmt(r.spanOverAudioP50, 3),
     `${fmt(r.serverCpuPct)}%`,
     `${fmt(r.clientCpuPct)}%`,
+    `${fmt(r.machineCpuPct)}%`,
     r.keepsUp ? 'yes' : 'NO',
   ]),
   0,
 );
+printTable(
+  `Voice: where inference time goes, per level and job kind (ms; server histograms differenced over the level, quantiles to within a bucket); machine CPU = whole ${os.cpus().length}-CPU machine busy`,
+  ['sessions', 'kind', 'jobs', 'wait p50', 'wait p95', 'run p50', 'run p95', 'wait s', 'run s', 'waiting', 'e2e p50', 'e2e p95', 'srv CPU', 'machine CPU'],
+  voiceRows.flatMap((r) =>
+    Object.entries(r.inference).map(([kind, k], i) => [
+      i === 0 ? String(r.sessions) : '',
+      kind,
+      String(k.jobs),
+      bucketMs(k.waitP50Ms),
+      bucketMs(k.waitP95Ms),
+      bucketMs(k.runP50Ms),
+      bucketMs(k.runP95Ms),
+      fmt(k.waitTotalS, 1),
+      fmt(k.runTotalS, 1),
+      `${fmt(k.waitTotalS + k.runTotalS > 0 ? (k.waitTotalS / (k.waitTotalS + k.runTotalS)) * 100 : NaN)}%`,
+      i === 0 ? fmt(r.e2eP50Ms) : '',
+      i === 0 ? fmt(r.e2eP95Ms) : '',
+      i === 0 ? `${fmt(r.serverCpuPct)}%` : '',
+      i === 0 ? `${fmt(r.machineCpuPct)}%` : '',
+    ]),
+  ),
+  2,
+);
+for (const r of voiceRows) {
+  const bound = !(r.machineCpuPct < 80) ? 'compute (machine CPU >= 80%)' : r.inferenceWaitSharePct >= 25 ? 'waiting (jobs wait in line while CPU has room)' : 'neither yet';
+  console.log(`  ${r.sessions} sessions: machine CPU ${fmt(r.machineCpuPct)}%, server ${fmt(r.serverCpuPct)}%, ${fmt(r.inferenceWaitSharePct)}% of inference time waiting for a slot: bound by ${bound}`);
+}
 for (const r of voiceRows.filter((x) => !x.keepsUp)) console.log(`  ${r.sessions} sessions: ${r.why.join('; ')}`);
 for (const r of voiceRows) for (const e of r.errors.slice(0, 3)) console.log(`  ${r.sessions} sessions: ${e.slice(0, 300)}`);
 if (voiceStop) console.log(`  stopped: ${voiceStop}`);
 
 printTable(
   `Chat (mode=chat, text in/out, no recognition or synthesis): input_text.send -> assistant transcript (ms), ${CHAT_TURNS} turns per caller`,
-  ['sessions', 'turns', 'reply p50', 'reply p95', 'reply max', 'failed', 'srv CPU', 'cli CPU', `keeps up (p95 <= ${CHAT_P95_LIMIT_MS})`],
+  ['sessions', 'turns', 'reply p50', 'reply p95', 'reply max', 'failed', 'srv CPU', 'cli CPU', 'machine CPU', `keeps up (p95 <= ${CHAT_P95_LIMIT_MS})`],
   chatRows.map((r) => [
     String(r.sessions),
     String(r.turns),
@@ -536,6 +641,7 @@ printTable(
     String(r.failedSessions),
     `${fmt(r.serverCpuPct)}%`,
     `${fmt(r.clientCpuPct)}%`,
+    `${fmt(r.machineCpuPct)}%`,
     r.keepsUp ? 'yes' : 'NO',
   ]),
   0,

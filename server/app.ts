@@ -46,8 +46,12 @@ import { PortAllocator } from '../telephony/media/ports.js';
 import { mainThreadLegs } from '../telephony/media/leg.js';
 import { MediaWorker } from '../telephony/media/remote.js';
 import { OutboundDialer } from '../telephony/outbound/dialer.js';
+import { CallTransfers } from '../telephony/transfer.js';
 import { LocalPacer, RedisPacer } from '../telephony/outbound/pacer.js';
 import { outboundRoutes, type OutboundRouteDeps } from '../transports/routes/outbound.js';
+import { campaignRoutes } from '../transports/routes/campaigns.js';
+import { useNonceSecret } from '../telephony/sip/digest.js';
+import { CampaignRunner } from '../control-plane/campaigns/runner.js';
 import { audienceRoutes } from '../transports/routes/audiences.js';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
@@ -107,18 +111,22 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   const outbound: OutboundRouteDeps = { dialer: null, maxQueuedPerAddress: settings.outboundQueue };
   outboundRoutes(server, settings.atomsPrefix, ctx, outbound);
   audienceRoutes(server, settings.atomsPrefix, ctx);
+  let campaigns: CampaignRunner | null = null;
+  campaignRoutes(server, settings.atomsPrefix, ctx, { wake: () => campaigns?.wake() });
   tokenRoutes(server, settings.wavesPrefix, tokens, new RateLimiter(), settings.tokenMintsPerMinute);
   const registry = new ModelRegistry({
     cacheDir: path.join(settings.dataDir, 'models-cache'),
     modelsDir: settings.modelsDir,
     concurrency: settings.inferenceConcurrency,
     maxWaiting: settings.inferenceQueue,
+    scheduler: settings.inferenceScheduler,
     synthesisWorkers: settings.inferenceConcurrency,
     sttBeams: settings.sttBeams,
     sttLiveBeams: settings.sttLiveBeams,
     sttThreads: settings.sttThreads,
     workerNice: settings.inferenceNice,
   });
+  metrics.watchInference(registry.queue);
   const started = Date.now();
   await registry.init(settings.warmModels);
   logger.info({ warm: settings.warmModels, ms: Date.now() - started, voices: registry.voices().length }, 'speech models ready');
@@ -148,23 +156,34 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   const resumed = await publish.resumePendingScans();
   if (resumed) logger.info({ resumed }, 'resumed deferred security scans');
   // Telephony: the SIP leg (PARLEY_SIP_PORT=off disables it), before the HTTP port opens so `listening` means ready.
+  // Digest nonces are signed with a secret in the store, so a challenge one server made is good at every other.
+  if (settings.sip.port !== null) useNonceSecret(await loadSigningSecret(store.db, 'sip_digest_nonce_key'));
   const sip = settings.sip.port === null ? null : await SipStack.start({ host: settings.sip.host, port: settings.sip.port, publicAddress: settings.sip.publicAddress, logger });
   const media = settings.sip.mediaThread === 'worker' ? new MediaWorker(settings.sip.rtpPorts) : mainThreadLegs(new PortAllocator(settings.sip.rtpPorts));
   if (sip && media instanceof MediaWorker) await media.start();
   const telephonyMetrics = new TelephonyMetrics(metrics.registry);
-  const inbound = sip ? new InboundCalls(sip, { db: store.db, runtime, limits, secrets: webhookSecrets, carrier: settings.carrier, logger, media, mediaTimeoutSecs: settings.sip.rtpTimeoutSecs, metrics: telephonyMetrics }) : null;
   // Outbound calls: paced per carrier address in this process, or with every server sharing PARLEY_REDIS_URL.
   const pacer = sip ? (settings.redisUrl ? new RedisPacer(settings.redisUrl) : new LocalPacer()) : null;
+  // Transfers (REFER, or a second call at the pace of its carrier address bridged to the caller).
+  const transfers = sip && pacer ? new CallTransfers(sip, { db: store.db, carrier: settings.carrier, secrets: webhookSecrets, media, pacer, logger }) : undefined;
+  const inbound = sip ? new InboundCalls(sip, { db: store.db, runtime, limits, secrets: webhookSecrets, carrier: settings.carrier, logger, media, mediaTimeoutSecs: settings.sip.rtpTimeoutSecs, metrics: telephonyMetrics, transfers }) : null;
   const dialer = sip && pacer
     ? new OutboundDialer(sip, {
         db: store.db, runtime, limits, media, pacer, secrets: webhookSecrets, carrier: settings.carrier, logger, metrics: telephonyMetrics,
         owner: `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`, mediaTimeoutSecs: settings.sip.rtpTimeoutSecs,
         ringSecs: settings.outboundRingSecs,
         leaseMs: settings.outboundLeaseSecs * 1000,
+        transfers,
       })
     : null;
   outbound.dialer = dialer;
   dialer?.start();
+  // Campaigns queue their calls into the outbound queue (in the store): any server sharing it dials them.
+  campaigns = new CampaignRunner({
+    db: store.db, carrier: settings.carrier, logger, wakeDialer: () => dialer?.wake(), maxQueuedPerAddress: settings.outboundQueue, minuteMs: settings.campaignMinuteMs,
+    leaseMs: settings.outboundLeaseSecs * 1000,
+  });
+  campaigns.start();
   if (sip) logger.info({ sipPort: sip.port, host: sip.host, publicAddress: sip.publicAddress }, 'sip listening');
   const port = await server.listen(settings.host, settings.port);
   logger.info({ port, host: settings.host, atoms: settings.atomsPrefix, waves: settings.wavesPrefix }, 'listening');
@@ -174,6 +193,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
     port,
     logger,
     async stop() {
+      await campaigns?.stop();
       const calls = Promise.all([agentSockets.endAll('server_shutdown'), inbound?.endAll('server_shutdown'), dialer?.stop('server_shutdown')]);
       await server.drain(settings.shutdownTimeoutMs);
       await calls;

@@ -2,6 +2,7 @@
 import path from 'node:path';
 import { isIPv4 } from 'node:net';
 import { STT_DEFAULTS } from '../engine/models/defaults.js';
+import { INFERENCE_SCHEDULERS, type InferenceScheduler } from '../engine/models/queue.js';
 import { defaultPublicAddress } from '../telephony/sip/address.js';
 import { DEFAULT_RTP_PORTS, parsePortRange, type PortRange } from '../telephony/media/ports.js';
 import { TRANSPORTS, parseCarrierAddress, validateAddressList, type Transport } from '../control-plane/telephony/validation.js';
@@ -25,6 +26,8 @@ export interface Settings {
   warmModels: boolean;
   inferenceConcurrency: number;
   inferenceQueue: number;
+  /** How waiting inference jobs get a slot: fifo, priority (default) or split (synthesis has its own slots). */
+  inferenceScheduler: InferenceScheduler;
   sttMaxBytes: number;
   sttMaxSeconds: number;
   /** Whisper beam width for whole-file recognition (POST /stt/, get_text). */
@@ -74,6 +77,8 @@ export interface Settings {
   outboundRingSecs: number;
   /** A claim on a queued call that its server has not renewed this long is taken back (PARLEY_OUTBOUND_LEASE_SECS). */
   outboundLeaseSecs: number;
+  /** How long one minute of a campaign's `retryDelay` lasts (PARLEY_CAMPAIGN_MINUTE_MS, 60000; tests and dry runs shorten it). */
+  campaignMinuteMs: number;
 }
 
 export interface CarrierSettings {
@@ -89,6 +94,12 @@ export interface CarrierSettings {
   /** Digest credentials, both ways, when set. */
   username?: string;
   password?: string;
+}
+
+function scheduler(value: string | undefined): InferenceScheduler {
+  const v = (value || 'priority') as InferenceScheduler;
+  if (!INFERENCE_SCHEDULERS.includes(v)) throw new Error(`PARLEY_INFERENCE_SCHEDULER must be one of ${INFERENCE_SCHEDULERS.join(', ')}`);
+  return v;
 }
 
 function carrier(env: NodeJS.ProcessEnv): CarrierSettings {
@@ -177,6 +188,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     warmModels: (env.PARLEY_WARM_MODELS ?? 'true') !== 'false',
     inferenceConcurrency: int(env, 'PARLEY_INFERENCE_CONCURRENCY', 2, 1),
     inferenceQueue: int(env, 'PARLEY_INFERENCE_QUEUE', 16, 0),
+    inferenceScheduler: scheduler(env.PARLEY_INFERENCE_SCHEDULER),
     sttMaxBytes: int(env, 'PARLEY_STT_MAX_BYTES', 64 * 1024 * 1024, 1024),
     sttMaxSeconds: int(env, 'PARLEY_STT_MAX_SECONDS', 600, 1),
     sttBeams: int(env, 'PARLEY_STT_BEAMS', STT_DEFAULTS.beams, 1),
@@ -211,6 +223,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     outboundQueue: int(env, 'PARLEY_OUTBOUND_QUEUE', 1000, 1),
     outboundRingSecs: int(env, 'PARLEY_OUTBOUND_RING_SECS', 60, 1),
     outboundLeaseSecs: int(env, 'PARLEY_OUTBOUND_LEASE_SECS', 30, 2),
+    campaignMinuteMs: int(env, 'PARLEY_CAMPAIGN_MINUTE_MS', 60_000, 1),
     llm: env.PARLEY_LLM_BASE_URL
       ? { baseUrl: env.PARLEY_LLM_BASE_URL.replace(/\/+$/, ''), model: env.PARLEY_LLM_MODEL || 'gpt-4o-mini', apiKey: env.PARLEY_LLM_API_KEY || undefined }
       : undefined,

@@ -17,6 +17,7 @@ import { negotiate } from './media/sdp.js';
 import type { MediaLeg, MediaLegs } from './media/leg.js';
 import { PhoneCall } from './phone-call.js';
 import type { TelephonyMetrics } from './metrics.js';
+import type { CallTransfers } from './transfer.js';
 
 export interface InboundDeps {
   db: Db;
@@ -33,6 +34,8 @@ export interface InboundDeps {
   /** The digest realm we challenge with. */
   realm?: string;
   metrics?: TelephonyMetrics;
+  /** Carries out the agents' transfers; without it a transfer ends the call as transfer_unavailable. */
+  transfers?: CallTransfers;
 }
 
 /** Platform-number calls (no trunk): the carrier's defaults. */
@@ -188,6 +191,8 @@ export class InboundCalls {
       rtp = null;
       this.calls.add(answered);
       void answered.done.then(() => this.calls.delete(answered));
+      const transfers = this.deps.transfers;
+      if (transfers) answered.allowTransfers(transfers, { orgId: route.orgId, agentId: route.agentId, direction: 'inbound', ownNumber: null });
       const call = await this.deps.runtime.start(
         {
           resolved,
@@ -200,6 +205,7 @@ export class InboundCalls {
           outputLeadMs: PHONE_OUTPUT_LEAD_MS,
           fromNumber: caller,
           toNumber: called ?? undefined,
+          transfer: transfers ? (req) => answered.transfer(req) : undefined,
         },
         (e) => answered.onEvent(e),
       );

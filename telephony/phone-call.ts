@@ -1,9 +1,10 @@
 // One answered phone call: the SIP dialog, the RTP session and the agent session wired together. Caller audio
 // (8 kHz frames) goes to the engine as it arrives, the agent's audio (8 kHz) to RTP, keypresses to the agent; a BYE
-// from either side, the agent ending the call or the trunk's maximum duration ends all three.
+// from either side, the agent ending the call or the trunk's maximum duration ends all three. A transfer bridged to a
+// second call outlives the agent session: the line (its lease, RTP leg) stays up until the bridge ends.
 import type { Logger } from 'pino';
 import type { RunningCall } from '../transports/calls/runtime.js';
-import type { SessionEvent } from '../engine/agent/session.js';
+import type { SessionEvent, TransferOutcome, TransferRequest } from '../engine/agent/session.js';
 import { floatToInt16 } from '../engine/audio/pcm.js';
 import { KeypadCollector } from '../engine/agent/keypad.js';
 import type { Dialog } from './sip/dialog.js';
@@ -11,6 +12,16 @@ import type { MediaLeg } from './media/leg.js';
 import { parseSdp } from './media/sdp-parse.js';
 import type { Lease } from '../transports/ws/session-limits.js';
 import type { CallDirection, TelephonyMetrics } from './metrics.js';
+import { TRANSFER_REFUSED, type Bridge, type CallTransfers } from './transfer.js';
+
+/** Who the call belongs to and its own line, for transfers. */
+export interface TransferLine {
+  orgId: string;
+  agentId: string;
+  direction: 'inbound' | 'outbound';
+  /** An outbound call's fromNumber (used when the agent has no transfer source). */
+  ownNumber: string | null;
+}
 
 export class PhoneCall {
   private call: RunningCall | null = null;
@@ -20,6 +31,11 @@ export class PhoneCall {
   /** Resolves once the call is over and its record written. */
   readonly done: Promise<void>;
   private resolveDone!: () => void;
+  private readonly closedP: Promise<void>;
+  private resolveClosed!: () => void;
+  private transfers: { service: CallTransfers; line: TransferLine } | null = null;
+  /** The caller joined to a transfer target: the line is held until it ends. */
+  private bridge: Bridge | null = null;
 
   constructor(
     readonly dialog: Dialog,
@@ -30,6 +46,7 @@ export class PhoneCall {
     private readonly metrics?: { sink: TelephonyMetrics; direction: CallDirection },
   ) {
     this.done = new Promise((r) => (this.resolveDone = r));
+    this.closedP = new Promise((r) => (this.resolveClosed = r));
     this.keypad = new KeypadCollector((keys) => this.call?.session.pressKeys(keys));
     rtp.onAudio = (frame) => this.call?.session.pushAudio(new Uint8Array(frame.buffer, frame.byteOffset, frame.byteLength));
     rtp.onDtmf = (digit) => this.keypad.press(digit);
@@ -62,7 +79,31 @@ export class PhoneCall {
   attach(call: RunningCall): void {
     this.call = call;
     if (this.closed) call.session.end('caller_hangup');
-    void call.finished.then(() => this.resolveDone());
+    void Promise.all([call.finished, this.closedP]).then(() => this.resolveDone());
+  }
+
+  /** Lets the agent transfer this call (without it, transfers are refused). */
+  allowTransfers(service: CallTransfers, line: TransferLine): void {
+    this.transfers = { service, line };
+  }
+
+  /** The agent asks for a transfer (its words before it have played): REFER, or a bridge this call then holds. */
+  async transfer(req: TransferRequest): Promise<TransferOutcome> {
+    const session = this.call?.session;
+    if (!this.transfers || !session || this.closed) return { ok: false, say: TRANSFER_REFUSED };
+    const result = await this.transfers.service.transfer(
+      { ...this.transfers.line, dialog: this.dialog, leg: this.rtp, synthesize: (text, rate) => session.synthesize(text, rate) },
+      req,
+    );
+    if (!result.ok) return result;
+    if (result.bridge) {
+      const bridge = result.bridge;
+      this.bridge = bridge;
+      this.keypad.close();
+      if (this.closed) void bridge.stop('caller_hangup');
+      void bridge.done.then(() => this.close());
+    }
+    return { ok: true };
   }
 
   /** What the session emits, for the caller's side of the line. */
@@ -85,8 +126,9 @@ export class PhoneCall {
         this.rtp.clear();
         break;
       case 'ended':
-        // The agent (or a timeout) ended the call: hang up once the audio already sent has played.
-        void this.hangUp();
+        // A bridged transfer holds the line on; otherwise the agent (or a timeout) ended the call: hang up once the
+        // audio already sent has played.
+        if (!this.bridge) void this.hangUp();
         break;
       default:
         break;
@@ -95,7 +137,8 @@ export class PhoneCall {
 
   /** Ends the agent session with a reason (the session's `ended` then hangs up the line). */
   end(reason: string): void {
-    if (this.call) this.call.session.end(reason);
+    if (this.bridge) void this.bridge.stop(reason);
+    else if (this.call) this.call.session.end(reason);
     else this.close();
   }
 
@@ -115,6 +158,7 @@ export class PhoneCall {
     const metrics = this.metrics;
     void this.rtp.finish().then((stats) => metrics?.sink.ended(metrics.direction, stats));
     this.lease.release();
+    this.resolveClosed();
     if (!this.call) this.resolveDone();
   }
 }

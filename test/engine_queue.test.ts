@@ -23,11 +23,11 @@ describe('InferenceQueue', () => {
       active--;
       return i;
     };
-    const a = queue.run(job(0));
-    const b = queue.run(job(1));
-    const c = queue.run(job(2));
-    await expect(queue.run(job(3))).rejects.toBeInstanceOf(QueueFullError);
-    await expect(queue.run(job(3))).rejects.toMatchObject({ retryAfterSec: 3 });
+    const a = queue.run(job(0), 'live');
+    const b = queue.run(job(1), 'live');
+    const c = queue.run(job(2), 'live');
+    await expect(queue.run(job(3), 'live')).rejects.toBeInstanceOf(QueueFullError);
+    await expect(queue.run(job(3), 'live')).rejects.toMatchObject({ retryAfterSec: 3 });
     expect(queue.depth).toEqual({ running: 2, waiting: 1 });
     gates[0]?.resolve();
     expect(await a).toBe(0);
@@ -41,7 +41,7 @@ describe('InferenceQueue', () => {
 
   it('frees the slot when a job fails', async () => {
     const queue = new InferenceQueue(1, 0);
-    await expect(queue.run(async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
-    expect(await queue.run(async () => 'ok')).toBe('ok');
+    await expect(queue.run(async () => Promise.reject(new Error('boom')), 'live')).rejects.toThrow('boom');
+    expect(await queue.run(async () => 'ok', 'live')).toBe('ok');
   });
 });

@@ -1,6 +1,6 @@
 // No client can hurt the others: unknown routes, unauthenticated and oversize uploads refused before their bodies
 // are read, a chat session flood, idle live-recognition sockets, and the concurrent-session caps.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import http from 'node:http';
 import WebSocket from 'ws';
 import { createOrgKey, sleep, storeSql, testDialects, type TestServer } from './support/server.js';
@@ -238,15 +238,21 @@ describe.each(testDialects())('live sockets on %s: idle timeout and concurrent-s
 
   it('speech sessions past the per-key cap get 429, past the server cap 503, both with Retry-After; closing frees a place', async () => {
     const other = await createOrgKey(suite.store, 'other-tenant', 'other-org');
-    const a1 = await open(sttUrl(suite.server.key));
-    const a2 = await open(sttUrl(suite.server.key));
+    // The idle timeout here is 2 s: the sessions that hold the places send audio, so that a slow machine does not let
+    // one of them time out (and free its place) while the test is still filling the server.
+    const held: Opened[] = [];
+    const feeding = setInterval(() => held.forEach((o) => o.ws.readyState === WebSocket.OPEN && o.ws.send(Buffer.alloc(640))), 100);
+    onTestFinished(() => clearInterval(feeding));
+    const hold = <T extends Awaited<ReturnType<typeof open>>>(o: T): T => (isOpen(o) && held.push(o), o);
+    const a1 = hold(await open(sttUrl(suite.server.key)));
+    const a2 = hold(await open(sttUrl(suite.server.key)));
     expect(isOpen(a1) && isOpen(a2)).toBe(true);
     const a3 = await open(sttUrl(suite.server.key));
     expect(isOpen(a3)).toBe(false);
     if (isOpen(a3)) return;
     expect([a3.status, a3.retryAfter]).toEqual([429, '5']);
     expect(a3.body.error).toMatch(/2 concurrent speech sessions/);
-    const b1 = await open(sttUrl(other));
+    const b1 = hold(await open(sttUrl(other)));
     expect(isOpen(b1)).toBe(true);
     const b2 = await open(sttUrl(other));
     if (isOpen(b2)) throw new Error('past the server cap');
@@ -258,6 +264,7 @@ describe.each(testDialects())('live sockets on %s: idle timeout and concurrent-s
     // A voice agent session counts as speech: refused while the server is full.
     const voice = new AgentCaller(connectUrl(suite.server, { api_key: suite.server.key, agent_id: agentId, mode: 'webcall' }), 24000);
     await expect(voice.opened).rejects.toThrow('HTTP 503');
+    clearInterval(feeding);
     for (const o of [a1, a2, b1]) if (isOpen(o)) o.ws.close();
     await Promise.all([a1, a2, b1].map((o) => (isOpen(o) ? o.closed : null)));
     await sleep(100);

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { LocalPacer, RedisPacer, paced, type Pacer } from '../telephony/outbound/pacer.js';
+import { LocalPacer, RedisPacer, whenDue, type Pacer } from '../telephony/outbound/pacer.js';
 
 const REDIS_URL = 'redis://127.0.0.1:6379';
 
@@ -15,7 +15,7 @@ const gaps = (times: number[]) => times.slice(1).map((t, i) => t - times[i]!);
 async function sendAll(pacer: Pacer, key: string, count: number, cps: number): Promise<number[]> {
   const sent = await Promise.all(
     Array.from({ length: count }, async () => {
-      await paced(pacer, key, cps);
+      await whenDue(pacer, key, cps);
       return performance.now();
     }),
   );
@@ -75,25 +75,30 @@ describe.each(kinds)('%s', (name, make) => {
     expect(Math.abs(onB[0]! - onA[0]!)).toBeLessThan(50);
   });
 
-  it('returns each wait, books the backlog, and spaces by each reservation\'s own cps', async () => {
+  it('spaces each slot by the cps it was taken at, and refuses a cps that is not positive', async () => {
     const pacer = open();
-    const key = 'tcp:c.example.com:5060';
-    expect(await pacer.backlogMs(key)).toBe(0);
-    const waits: number[] = [];
-    for (let i = 0; i < 5; i++) waits.push(await pacer.reserve(key, 10));
-    // Slots are intervalMs(10) = 102 ms apart (2% under the limit).
-    waits.forEach((w, i) => expect(Math.abs(w - i * 102), `wait ${i}: ${w}`).toBeLessThan(15));
-    const backlog = await pacer.backlogMs(key);
-    expect(backlog).toBeGreaterThan(490);
-    expect(backlog).toBeLessThanOrEqual(510);
-
     const mixed = 'tcp:d.example.com:5060';
-    expect(await pacer.reserve(mixed, 1)).toBeLessThan(15);
-    expect(Math.abs((await pacer.reserve(mixed, 10)) - 1020)).toBeLessThan(15); // 1.02 s after a cps-1 slot
-    expect(Math.abs((await pacer.reserve(mixed, 10)) - 1122)).toBeLessThan(15); // then 102 ms after a cps-10 slot
+    expect(await pacer.take(mixed, 1)).toBe(0);
+    const afterSlow = await pacer.take(mixed, 10);
+    expect(Math.abs(afterSlow - 1020), `${afterSlow}`).toBeLessThan(15); // 1.02 s after a cps-1 slot
+    await new Promise((r) => setTimeout(r, Math.ceil(afterSlow) + 2));
+    expect(await pacer.take(mixed, 10)).toBe(0);
+    const afterFast = await pacer.take(mixed, 10);
+    expect(afterFast).toBeGreaterThan(85); // then 102 ms after a cps-10 slot
+    expect(afterFast).toBeLessThanOrEqual(102);
+    await expect(pacer.take(mixed, 0)).rejects.toThrow(RangeError);
+    await expect(pacer.take(mixed, Number.NaN)).rejects.toThrow(RangeError);
+  });
 
-    await expect(pacer.reserve(key, 0)).rejects.toThrow(RangeError);
-    await expect(pacer.reserve(key, Number.NaN)).rejects.toThrow(RangeError);
+  it('counts the next slot from a late send: sent() after the take pushes it an interval past the send', async () => {
+    const pacer = open();
+    const key = 'udp:f.example.com:5060';
+    expect(await pacer.take(key, 10)).toBe(0);
+    await new Promise((r) => setTimeout(r, 40)); // the sender's event loop was late by 40 ms before its INVITE left
+    await pacer.sent(key, 10);
+    const wait = await pacer.take(key, 10);
+    expect(wait).toBeGreaterThan(90); // without sent(): about 102 - 40 = 62 ms
+    expect(wait).toBeLessThanOrEqual(110); // RedisPacer counts the lateness from asking for the slot: a round trip more
   });
 
   it('takes a slot only when it is due: 0 takes it, a wait leaves it for later', async () => {

@@ -2,14 +2,13 @@
 // through an outbound trunk to sipp (the INVITE's From and Request-URI, the agent speaking, its BYE, the record and the
 // webhooks as the spec says for telephony_outbound), and cancel and retries.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { freshStore, runCliOn, sleep, startServer, testDialects, type TestServer } from './support/server.js';
+import { createOrgKey, freshStore, runCliOn, sleep, startServer, testDialects, type TestServer } from './support/server.js';
 import { baresipCallee, killCallees, startSippCarrier, type Arrival } from './support/sip-callee.js';
 import { callerScript } from './support/baresip.js';
 import { ASTERISK_SOUNDS_DIR } from '../bench/lib/asterisk-corpus.js';
 import { transcribe } from './support/phone-server.js';
 import { STACK_HOST, killPeers, sippMessages, startSipp } from './support/sip-peers.js';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { WebhookReceiver } from './support/webhook-receiver.js';
 import { sipServerForSuite, workflowAgent } from './support/phone-server.js';
 
 const A = '/atoms/v1';
@@ -18,39 +17,6 @@ afterEach(() => {
   killPeers();
   killCallees();
 });
-
-/** Webhook events delivered to a local receiver. */
-class Hooks {
-  readonly received: any[] = [];
-  private server!: Server;
-  url = '';
-  async start(): Promise<void> {
-    this.server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        this.received.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-        res.writeHead(200).end('ok');
-      });
-    });
-    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hooks`;
-  }
-  of(callId: string, eventType: string): any[] {
-    return this.received.filter((e) => e.metadata?.callId === callId && e.metadata?.eventType === eventType);
-  }
-  async waitFor(callId: string, eventType: string, timeoutMs = 15_000): Promise<any> {
-    const until = Date.now() + timeoutMs;
-    while (this.of(callId, eventType).length === 0) {
-      if (Date.now() > until) throw new Error(`no ${eventType} for ${callId}`);
-      await sleep(50);
-    }
-    return this.of(callId, eventType)[0];
-  }
-  close(): Promise<void> {
-    return new Promise((r) => this.server.close(() => r()));
-  }
-}
 
 /** An outbound trunk to a carrier on 127.0.0.1:`port` (fields as given); returns its id. */
 async function outboundTrunk(server: TestServer, port: number, body: Record<string, unknown> = {}): Promise<string> {
@@ -80,7 +46,7 @@ describe.each(testDialects())('outbound calls on %s', (dialect) => {
   let server: TestServer;
   let agentId: string;
 
-  const hooks = new Hooks();
+  const hooks = new WebhookReceiver();
 
   beforeAll(async () => {
     server = suite.server;
@@ -514,4 +480,45 @@ describe.each(testDialects())('an outbound call a person answers, on %s', (diale
       expect((await server.request('DELETE', `${A}/sip-trunk/${trunk}`)).status).toBe(200);
     }
   }, 40_000);
+});
+
+describe('outbound calls of several organizations on one carrier address', () => {
+  const carrierPort = 41000 + Math.floor(Math.random() * 4000) * 2 + 1;
+  // One speech session per organization: an organization with a call up cannot start its next one yet.
+  const suite = sipServerForSuite('sqlite', { PARLEY_CARRIER_ADDRESS: `127.0.0.1:${carrierPort}`, PARLEY_CARRIER_CPS: '10', PARLEY_MAX_SPEECH_SESSIONS_PER_KEY: '1' });
+
+  it('an organization at its session cap does not hold up the calls of another organization queued behind its own', async () => {
+    const server = suite.server;
+    const other = await createOrgKey(suite.store, 'fair-b', 'org-fair-b');
+    for (const [number, key] of [['+15550200061', server.key], ['+15550200062', other]] as const) {
+      const added = await runCliOn(suite.store, 'numbers', ['add', number, '--provider', 'carrier1', '--json']);
+      expect(added.code, added.stderr).toBe(0);
+      const rented = await server.request('POST', `${A}/product/rent-number`, { body: { phoneNumber: number }, key });
+      expect(rented.status, rented.text).toBe(200);
+    }
+    const agentA = await workflowAgent(server, 'Hello.');
+    const created = await server.request('POST', `${A}/agent`, { body: { name: 'B line', workflowType: 'workflow_graph', workflowGraph: { nodes: [{ id: 'a', type: 'say', text: 'Hello.' }], edges: [] } }, key: other });
+    expect(created.status, created.text).toBe(201);
+    const agentB = created.body.data as string;
+    // The carrier answers every call and hangs up 4 s later.
+    const carrier = await startSippCarrier({ port: carrierPort, answer: 'ok', holdMs: 4000, calls: 3, timeoutS: 40 });
+    try {
+      const place = async (agentId: string, phoneNumber: string, fromNumber: string, key: string) => {
+        const res = await server.request('POST', `${A}/conversation/outbound`, { body: { agentId, phoneNumber, fromNumber }, key });
+        expect(res.status, res.text).toBe(200);
+        return res.body.data.conversationId as string;
+      };
+      const a1 = await place(agentA, '+15550400701', '+15550200061', server.key);
+      const a2 = await place(agentA, '+15550400702', '+15550200061', server.key);
+      const b1 = await place(agentB, '+15550400703', '+15550200062', other);
+      for (const [id, key] of [[a1, server.key], [a2, server.key], [b1, other]] as const) await waitForStatus(server, id, (s) => FINAL.has(s), 30_000, key);
+      const arrivals = carrier.arrivals();
+      // B's call went while A's first call was up; A's second waited for A's first to end.
+      expect(arrivals.map((a) => a.to)).toEqual(['+15550400701', '+15550400703', '+15550400702']);
+      expect(arrivals[1]!.at - arrivals[0]!.at).toBeLessThan(2000);
+      expect(arrivals[2]!.at - arrivals[0]!.at).toBeGreaterThan(3500);
+    } finally {
+      await carrier.stop();
+    }
+  }, 60_000);
 });

@@ -13,7 +13,6 @@ import { CALL_STATUSES, CALL_TYPES, callDuration, postCallAnalytics, turnLatency
 type CallsQuery = SelectQueryBuilder<Database, 'calls', object>;
 type Where = (eb: ExpressionBuilder<Database, 'calls'>) => Expression<SqlBool>;
 /** A condition no row meets (filters on things that do not exist here yet). */
-const NONE = sql<SqlBool>`1 = 0`;
 
 /** Most values a comma-separated filter (or a search body) may list. */
 export const MAX_LIST = 100;
@@ -98,16 +97,20 @@ async function filteredCalls(db: Db, actor: Actor, query: URLSearchParams): Prom
   }
   const agentIds = listParam(query, 'agentIds', isObjectId, 'a 24-hex agent id');
   if (agentIds) q = q.where('agent_id', 'in', agentIds);
-  // No call belongs to a campaign yet: any campaign filter matches nothing.
-  if (listParam(query, 'campaignIds', isObjectId, 'a 24-hex campaign id')) q = q.where(NONE);
+  const campaigns = listParam(query, 'campaignIds', isObjectId, 'a 24-hex campaign id');
+  if (campaigns) q = q.where('call_id', 'in', (eb) => eb.selectFrom('outbound_calls').select('call_id').where('campaign_id', 'in', campaigns));
   const types = listParam(query, 'callTypes', (v) => (CALL_TYPES as readonly string[]).includes(v), `a call type (${CALL_TYPES.join(', ')})`);
   if (types) q = q.where('type', 'in', types);
   const statuses = listParam(query, 'statusFilter', (v) => (CALL_STATUSES as readonly string[]).includes(v), `a call status (${CALL_STATUSES.join(', ')})`);
   if (statuses) q = q.where('status', 'in', statuses);
   const reasons = listParam(query, 'disconnectReasonFilter');
   if (reasons) q = q.where('end_reason', 'in', reasons);
-  // Calls are never retried yet: every call is a first attempt.
-  if (oneOf(query, 'callAttemptFilter', ATTEMPTS, 'all') === 'retry') q = q.where(NONE);
+  // A retry is a campaign's later attempt at a recipient (its outbound row names the call it retries).
+  const attempt = oneOf(query, 'callAttemptFilter', ATTEMPTS, 'all');
+  if (attempt !== 'all') {
+    const retries = (eb: ExpressionBuilder<Database, 'calls'>) => eb.selectFrom('outbound_calls').select('call_id').where('retry_of', 'is not', null);
+    q = q.where('call_id', attempt === 'retry' ? 'in' : 'not in', retries);
+  }
   const buckets = durationBuckets(query);
   if (buckets) q = q.where(buckets);
   const versions = listParam(query, 'versionFilter', isObjectId, 'a 24-hex version (revision) id');

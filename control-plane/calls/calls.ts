@@ -172,7 +172,9 @@ export async function readCall(db: Db, actor: Actor, callId: string): Promise<Re
   const agents = await agentBriefs(db, [row.agent_id]);
   // A running call's transcript is in its turn rows; an ended call's record holds it whole.
   const transcript = row.ended_at === null ? await loadTurns(db, row.call_id) : (parseJson<TranscriptEntry[]>(row.transcript) ?? []);
-  return callDto(row, agents.get(row.agent_id) ?? null, transcript);
+  // A campaign's retry of this call (the next attempt at the same recipient), once placed.
+  const retry = await db.selectFrom('outbound_calls').select('call_id').where('retry_of', '=', row.call_id).executeTakeFirst();
+  return callDto(row, agents.get(row.agent_id) ?? null, transcript, retry?.call_id ?? null);
 }
 
 async function agentBriefs(db: Db, ids: string[]): Promise<Map<string, AgentBrief>> {
@@ -190,7 +192,7 @@ export const callDuration = (row: CallRow): number | null =>
 export const postCallAnalytics = (metrics: CallMetrics | null): Record<string, unknown> | null =>
   metrics && typeof metrics.analytics === 'object' && metrics.analytics ? (metrics.analytics as Record<string, unknown>) : null;
 
-function callDto(row: CallRow, agent: AgentBrief, entries: TranscriptEntry[]): Record<string, unknown> {
+function callDto(row: CallRow, agent: AgentBrief, entries: TranscriptEntry[], retryCallId: string | null): Record<string, unknown> {
   const metrics = parseJson<CallMetrics>(row.metrics);
   const transcript = entries.map((t) => ({ role: t.role, content: t.content, timestamp: t.timestamp, ...(t.interrupted ? { interrupted: true } : {}) }));
   const duration = callDuration(row);
@@ -210,7 +212,7 @@ function callDto(row: CallRow, agent: AgentBrief, entries: TranscriptEntry[]): R
     events: [],
     callCost: 0,
     callFailureReason: row.status === 'failed' ? row.end_reason : null,
-    retryCallId: null,
+    retryCallId,
     postCallAnalytics: postCallAnalytics(metrics),
     turnLatencyMetrics: turnLatencyMetrics(metrics, row.updated_at, row.started_at),
     turnMetrics: Array.isArray(metrics?.turns) ? metrics.turns : null,

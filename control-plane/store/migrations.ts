@@ -484,6 +484,67 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('audience_members_order').on('audience_members').columns(['audience_id', 'position']).execute();
     },
   },
+  '0014_campaigns': {
+    async up(db: Kysely<any>) {
+      // Campaigns (wire §5): an agent calling an audience's members from rotating numbers, with retries. The
+      // recipients are frozen at creation (audience members then, each with the number it is called from).
+      await db.schema
+        .createTable('campaigns')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('org_id', 'text', (c) => c.notNull().references('organizations.id').onDelete('cascade'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('description', 'text')
+        .addColumn('agent_id', 'text', (c) => c.notNull())
+        .addColumn('audience_id', 'text', (c) => c.notNull())
+        .addColumn('from_numbers', 'text', (c) => c.notNull())
+        .addColumn('scheduled_at', 'text')
+        .addColumn('max_retries', 'integer', (c) => c.notNull())
+        .addColumn('retry_delay_min', 'integer', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('error', 'text')
+        .addColumn('created_by', 'text', (c) => c.notNull())
+        .addColumn('paused_at', 'text')
+        .addColumn('failed_at', 'text')
+        .addColumn('completed_at', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('campaigns_org').on('campaigns').columns(['org_id', 'created_at']).execute();
+      await db.schema.createIndex('campaigns_status').on('campaigns').columns(['status']).execute();
+      // One row per recipient. `state`: pending -> calling (a call is queued or up: `last_call_id`) -> waiting (a retry
+      // is due at `next_at`) -> ... -> done. Every move is a guarded update, so each attempt is queued once.
+      await db.schema
+        .createTable('campaign_recipients')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('campaign_id', 'text', (c) => c.notNull().references('campaigns.id').onDelete('cascade'))
+        .addColumn('position', 'integer', (c) => c.notNull())
+        .addColumn('member_id', 'text')
+        .addColumn('phone_number', 'text', (c) => c.notNull())
+        .addColumn('from_number', 'text', (c) => c.notNull())
+        .addColumn('variables', 'text', (c) => c.notNull())
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('attempts', 'integer', (c) => c.notNull())
+        .addColumn('next_at', 'text')
+        .addColumn('last_call_id', 'text')
+        .addColumn('outcome', 'text')
+        .addColumn('connected', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('campaign_recipients_state').on('campaign_recipients').columns(['campaign_id', 'state', 'position']).execute();
+      await db.schema
+        .createTable('campaign_events')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('campaign_id', 'text', (c) => c.notNull().references('campaigns.id').onDelete('cascade'))
+        .addColumn('trigger_source', 'text', (c) => c.notNull())
+        .addColumn('event_action', 'text', (c) => c.notNull())
+        .addColumn('detail', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('campaign_events_campaign').on('campaign_events').columns(['campaign_id', 'created_at']).execute();
+      await db.schema.alterTable('outbound_calls').addColumn('campaign_id', 'text').execute();
+      await db.schema.createIndex('outbound_calls_campaign').on('outbound_calls').columns(['campaign_id']).execute();
+    },
+  },
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -386,6 +386,8 @@ export interface OutboundCallsTable {
   claimed_at: string | null;
   cancel_requested: number;
   retry_of: string | null;
+  /** The campaign that placed it (migration 0014); null for a call placed by the API. */
+  campaign_id: Generated<string | null>;
   created_at: string;
   updated_at: string;
 }
@@ -421,6 +423,64 @@ export interface AudienceMembersTable {
   created_at: string;
 }
 
+/** A campaign (migration 0014). */
+export interface CampaignsTable {
+  id: string;
+  org_id: string;
+  name: string;
+  description: string | null;
+  agent_id: string;
+  audience_id: string;
+  /** JSON array of the E.164 numbers it calls from, frozen at creation. */
+  from_numbers: string;
+  scheduled_at: string | null;
+  max_retries: number;
+  /** Minutes between a recipient's attempts. */
+  retry_delay_min: number;
+  /** 'draft' | 'scheduled' | 'processing' | 'running' | 'paused' | 'completed' | 'failed'. */
+  status: string;
+  error: string | null;
+  created_by: string;
+  paused_at: string | null;
+  failed_at: string | null;
+  completed_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** One recipient of a campaign, frozen at creation from its audience. */
+export interface CampaignRecipientsTable {
+  id: string;
+  campaign_id: string;
+  position: number;
+  member_id: string | null;
+  phone_number: string;
+  /** The number this recipient is called from (every attempt). */
+  from_number: string;
+  /** JSON object of call variables. */
+  variables: string;
+  /** 'pending' | 'calling' | 'waiting' | 'done'. */
+  state: string;
+  attempts: number;
+  /** When a waiting recipient's retry is due. */
+  next_at: string | null;
+  last_call_id: string | null;
+  /** The last attempt's outcome: 'completed' | 'busy' | 'no_answer' | 'failed' | 'canceled'. */
+  outcome: string | null;
+  connected: Generated<number>;
+  updated_at: string;
+}
+
+/** What happened to a campaign, and who made it happen (`user`, `scheduler`, `system`). */
+export interface CampaignEventsTable {
+  id: string;
+  campaign_id: string;
+  trigger_source: string;
+  event_action: string;
+  detail: string | null;
+  created_at: string;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;
@@ -447,4 +507,7 @@ export interface Database {
   outbound_calls: OutboundCallsTable;
   audiences: AudiencesTable;
   audience_members: AudienceMembersTable;
+  campaigns: CampaignsTable;
+  campaign_recipients: CampaignRecipientsTable;
+  campaign_events: CampaignEventsTable;
 }

@@ -105,13 +105,7 @@ export async function queueOutboundCall(deps: OutboundQueueDeps, actor: Actor, b
   }
   const route = await dialRoute(db, deps.carrier, number, field);
 
-  const waiting = await db
-    .selectFrom('outbound_calls')
-    .select((eb) => eb.fn.countAll().as('n'))
-    .where('pace_key', '=', route.paceKey)
-    .where('state', 'in', ['queued', 'claimed', 'slotted'])
-    .executeTakeFirst();
-  const queued = Number(waiting?.n ?? 0);
+  const queued = await waitingOn(db, route.paceKey);
   if (queued >= deps.maxQueuedPerAddress) {
     const retryAfter = Math.max(1, Math.ceil(queued / route.cps));
     throw new ApiError(429, `Too many calls waiting for this carrier (${queued}, at ${route.cps} calls per second); retry later`, {
@@ -121,54 +115,95 @@ export async function queueOutboundCall(deps: OutboundQueueDeps, actor: Actor, b
   }
 
   const callId = newCallId();
-  const now = nowIso();
-  const to = input.phoneNumber as string;
-  await db.transaction().execute(async (tx) => {
-    await createCall(tx, {
+  await db.transaction().execute((tx) =>
+    insertQueuedCall(tx, {
+      callId,
       orgId: actor.orgId,
       agentId,
-      configSource: input.versionId !== undefined ? 'revision' : 'live',
+      to: input.phoneNumber as string,
+      from: number!.phoneNumber,
+      route,
       revisionId: (input.versionId as string | undefined) ?? null,
-      type: 'telephony_outbound',
-      mode: 'webcall',
-      isTest: opts.isTest,
       variables: vars.variables,
-      voiceConfig: {},
-      fromNumber: number!.phoneNumber,
-      toNumber: to,
-      callId,
-      status: 'in_queue',
-    });
-    await tx
-      .insertInto('outbound_calls')
-      .values({
-        call_id: callId,
-        org_id: actor.orgId,
-        agent_id: agentId,
-        to_number: to,
-        from_number: number!.phoneNumber,
-        trunk_id: route.trunkId,
-        pace_key: route.paceKey,
-        revision_id: (input.versionId as string | undefined) ?? null,
-        variables: JSON.stringify(vars.variables),
-        is_test: opts.isTest ? 1 : 0,
-        state: 'queued',
-        queue_order: queueOrder(),
-        claimed_by: null,
-        claimed_at: null,
-        cancel_requested: 0,
-        retry_of: null,
-        created_at: now,
-        updated_at: now,
-      })
-      .execute();
-  });
+      isTest: opts.isTest,
+    }),
+  );
   deps.wake();
   return { conversationId: callId, deprecated };
 }
 
+export interface NewQueuedCall {
+  callId: string;
+  orgId: string;
+  agentId: string;
+  to: string;
+  from: string;
+  route: DialRoute;
+  revisionId: string | null;
+  variables: Record<string, string | number | boolean>;
+  isTest: boolean;
+  /** The campaign placing it, and the call it retries. */
+  campaignId?: string;
+  retryOf?: string | null;
+}
+
+/** A call's record (`in_queue`) and its place at the end of its carrier address's queue, in the caller's transaction. */
+export async function insertQueuedCall(tx: Tx, c: NewQueuedCall): Promise<void> {
+  const now = nowIso();
+  await createCall(tx, {
+    orgId: c.orgId,
+    agentId: c.agentId,
+    configSource: c.revisionId !== null ? 'revision' : 'live',
+    revisionId: c.revisionId,
+    type: 'telephony_outbound',
+    mode: 'webcall',
+    isTest: c.isTest,
+    variables: c.variables,
+    voiceConfig: {},
+    fromNumber: c.from,
+    toNumber: c.to,
+    callId: c.callId,
+    status: 'in_queue',
+  });
+  await tx
+    .insertInto('outbound_calls')
+    .values({
+      call_id: c.callId,
+      org_id: c.orgId,
+      agent_id: c.agentId,
+      to_number: c.to,
+      from_number: c.from,
+      trunk_id: c.route.trunkId,
+      pace_key: c.route.paceKey,
+      revision_id: c.revisionId,
+      variables: JSON.stringify(c.variables),
+      is_test: c.isTest ? 1 : 0,
+      state: 'queued',
+      queue_order: queueOrder(),
+      claimed_by: null,
+      claimed_at: null,
+      cancel_requested: 0,
+      retry_of: c.retryOf ?? null,
+      campaign_id: c.campaignId ?? null,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
+}
+
+/** Calls waiting to be dialed on a carrier address (the queue bound counts these). */
+export async function waitingOn(q: Db | Tx, paceKey: string): Promise<number> {
+  const waiting = await q
+    .selectFrom('outbound_calls')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('pace_key', '=', paceKey)
+    .where('state', 'in', ['queued', 'claimed', 'slotted'])
+    .executeTakeFirst();
+  return Number(waiting?.n ?? 0);
+}
+
 /** The phone number of a product id the organization owns: a platform number it holds, or one of its trunks' numbers. */
-async function productNumber(db: Db, orgId: string, productId: string): Promise<string | null> {
+export async function productNumber(db: Db, orgId: string, productId: string): Promise<string | null> {
   const platform = await db.selectFrom('platform_numbers').select('phone_number').where('id', '=', productId).where('org_id', '=', orgId).executeTakeFirst();
   if (platform) return platform.phone_number;
   const trunk = await db.selectFrom('sip_trunk_numbers').select('phone_number').where('id', '=', productId).where('org_id', '=', orgId).executeTakeFirst();
@@ -183,18 +218,14 @@ export async function queuedPaceKeys(db: Db): Promise<string[]> {
 
 /**
  * Claims the oldest waiting call of a carrier address for dialer `owner`: queued -> claimed in one guarded update, so
- * two dialers never get the same call. Null when none is waiting.
+ * two dialers never get the same call. `skipOrgs`: organizations whose calls cannot start now (at their session cap),
+ * so they do not hold up the others' calls behind them. Null when none is waiting.
  */
-export async function claimNext(db: Db, paceKey: string, owner: string): Promise<OutboundRow | null> {
+export async function claimNext(db: Db, paceKey: string, owner: string, skipOrgs: readonly string[] = []): Promise<OutboundRow | null> {
   for (let tries = 0; tries < 5; tries++) {
-    const next = await db
-      .selectFrom('outbound_calls')
-      .selectAll()
-      .where('state', '=', 'queued')
-      .where('pace_key', '=', paceKey)
-      .orderBy('queue_order')
-      .limit(1)
-      .executeTakeFirst();
+    let q = db.selectFrom('outbound_calls').selectAll().where('state', '=', 'queued').where('pace_key', '=', paceKey);
+    if (skipOrgs.length) q = q.where('org_id', 'not in', [...skipOrgs]);
+    const next = await q.orderBy('queue_order').limit(1).executeTakeFirst();
     if (!next) return null;
     const now = nowIso();
     const res = await db

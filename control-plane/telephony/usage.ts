@@ -50,10 +50,25 @@ export async function platformNumberUsage(q: Q, numberId: string): Promise<strin
  * on its numbers (outbound). `numbers` narrows the check to those numbers (numbers a PATCH removes).
  */
 export async function trunkUsage(q: Q, trunk: { id: string; direction: string }, numbers?: string[]): Promise<string[]> {
-  if (trunk.direction === 'outbound') return dialersOf(q, 'trunk_id', trunk.id, numbers);
+  if (trunk.direction === 'outbound') return [...(await dialersOf(q, 'trunk_id', trunk.id, numbers)), ...(await outboundWorkOn(q, trunk.id, numbers))];
   let rows = q.selectFrom('sip_trunk_numbers').select(['id', 'phone_number']).where('trunk_id', '=', trunk.id);
   if (numbers) rows = numbers.length ? rows.where('phone_number', 'in', numbers) : rows.where('id', '=', '');
   const byId = new Map((await rows.execute()).map((r) => [r.id, r.phone_number]));
   const sources = numbers ? [...byId.keys()] : [trunk.id, ...byId.keys()];
   return answersOf(q, sources, (sourceId) => (sourceId === trunk.id ? 'the trunk' : (byId.get(sourceId) as string)));
+}
+
+/** Calls waiting for or being dialed through an outbound trunk, and campaigns not yet finished that dial from its numbers. */
+async function outboundWorkOn(q: Q, trunkId: string, numbers?: string[]): Promise<string[]> {
+  let calls = q.selectFrom('outbound_calls').select((eb) => eb.fn.countAll().as('n')).where('trunk_id', '=', trunkId).where('state', '!=', 'done');
+  if (numbers) calls = numbers.length ? calls.where('from_number', 'in', numbers) : calls.where('call_id', '=', '');
+  const waiting = Number((await calls.executeTakeFirstOrThrow()).n);
+  const own = numbers ?? (await q.selectFrom('sip_trunk_numbers').select('phone_number').where('trunk_id', '=', trunkId).execute()).map((r) => r.phone_number);
+  const campaigns = own.length
+    ? await q.selectFrom('campaigns').select(['id', 'name', 'from_numbers']).where('status', 'not in', ['completed', 'failed']).where((eb) => eb.or(own.map((n) => eb('from_numbers', 'like', `%"${n}"%`)))).orderBy('created_at').execute()
+    : [];
+  return [
+    ...(waiting ? [`${waiting} outbound call${waiting === 1 ? ' is' : 's are'} queued or being dialed through it`] : []),
+    ...campaigns.map((c) => `campaign ${c.id} ("${c.name}") dials from ${(JSON.parse(c.from_numbers) as string[]).filter((n) => own.includes(n)).join(', ')}`),
+  ];
 }

@@ -12,17 +12,20 @@
 //   `interruption` goes out. A backchannel, no words, or no words within `falseInterruptionMs` resumes the agent.
 // - Idle: after the agent's turn, user silence for the idle timeout gets a reprompt, up to maxRetries, then the call
 //   ends with reason `idle_timeout`. sessionTimeoutSeconds ends it with `session_timeout`.
+// - Transfer: once the words before a transfer have played, the host (opts.transfer) carries it out while caller input
+//   is ignored; done, the session ends `transferred`; refused, the agent says why and the conversation goes on.
 import { KEYPAD, keypressText } from './keypad.js';
 import { SampleDecoder, type Encoding } from '../audio/codecs.js';
 import { Resampler, qualityFor } from '../audio/resample.js';
-import { QueueFullError } from '../models/queue.js';
+import { QueueFullError, type InferenceKind } from '../models/queue.js';
 import type { ModelRegistry } from '../models/registry.js';
 import { VAD_SAMPLE_RATE, VAD_WINDOW_SAMPLES, type SileroVad } from '../models/silero.js';
 import { SampleBuffer } from '../stt/live.js';
 import { SpeechTracker, isBackchannel, looksComplete, rms } from '../turn/speech-tracker.js';
 import { OutputPacer } from './pacer.js';
 import { TurnSpeaker } from './speaker.js';
-import type { AgentSpec, Brain, BrainEvent, ToolCall, Vars } from './types.js';
+import type { AgentSpec, Brain, BrainEvent, ToolCall, TransferOption, Vars } from './types.js';
+import { resample } from '../audio/resample.js';
 
 const SR = VAD_SAMPLE_RATE;
 const WIN = VAD_WINDOW_SAMPLES;
@@ -30,7 +33,17 @@ const WIN_MS = (WIN * 1000) / SR;
 const PRE_ROLL = Math.round(0.3 * SR);
 const MAX_TURN_SAMPLES = 28 * SR;
 
-export type CloseReason = 'client_requested' | 'websocket_closed' | 'ended' | 'idle_timeout' | 'session_timeout' | 'transfer_unavailable' | 'error' | string;
+export type CloseReason = 'client_requested' | 'websocket_closed' | 'ended' | 'idle_timeout' | 'session_timeout' | 'transfer_unavailable' | 'transferred' | 'error' | string;
+
+/** A transfer the agent asked for, handed to the session's host. */
+export interface TransferRequest {
+  /** E.164 number to transfer to. */
+  number: string;
+  option: TransferOption;
+}
+
+/** The host's answer: transferred (the session ends `transferred`), or refused with what the agent says instead. */
+export type TransferOutcome = { ok: true } | { ok: false; say: string };
 
 export interface TurnMetrics {
   turn: number;
@@ -105,6 +118,11 @@ export interface SessionOptions {
   tap?: { input(samples16k: Float32Array): void; output(samples: Float32Array): void };
   /** Runs a tool the brain called; null when it cannot run (a spoken fallback and an error event follow). */
   runTool?(call: ToolCall): Promise<string | null>;
+  /**
+   * Carries out a transfer once the agent's words before it have played (telephony). Caller input is ignored while it
+   * runs. Without it a transfer ends the call with `transfer_unavailable` (web calls).
+   */
+  transfer?(req: TransferRequest): Promise<TransferOutcome>;
   /** A phrase to say while a tool call runs (client tools' fillerPhrases). */
   fillerFor?(call: ToolCall): string | undefined;
   /** Speech needed to start a user turn, ms. Default 96. */
@@ -124,7 +142,7 @@ interface UserTurn {
   /** Start of its audio (16 kHz index, pre-roll included). */
   start: number;
   onsetWindow: number;
-  spec?: { pause: number; result: Promise<string>; text?: string; startedAt: number; doneAt?: number };
+  spec?: { pause: number; result: Promise<string>; text?: string; startedAt: number; doneAt?: number; abort: AbortController };
   /** Wall time the user stopped speaking (performance.now()). */
   stoppedAt?: number;
 }
@@ -136,6 +154,8 @@ interface AgentTurn {
   text: string;
   started: boolean;
   endAfter?: CloseReason;
+  /** The host transfers the call once this turn has played. */
+  transferTo?: TransferRequest;
   startedAt: number;
   metrics?: { userStoppedAt: number; committedAt: number; eouDelayMs: number; recognitionMs: number; recognitionWait: number; firstTextAt?: number; turn: number };
 }
@@ -177,6 +197,8 @@ export class AgentSession {
   private idleRetries = 0;
   private sessionTimer: NodeJS.Timeout | null = null;
   private replyChain: Promise<void> = Promise.resolve();
+  /** A transfer is under way: caller audio, text and keys are not turns meanwhile. */
+  private transferring = false;
   private lastDelta = '';
   private readonly bargeWindows: number;
   private readonly confirmWindows: number;
@@ -263,7 +285,7 @@ export class AgentSession {
 
   /** Caller audio in the session's input encoding and rate (webcall mode). */
   pushAudio(bytes: Uint8Array): void {
-    if (this.ended || !this.decoder || !this.resampler) return;
+    if (this.ended || this.transferring || !this.decoder || !this.resampler) return;
     let samples: Float32Array;
     try {
       samples = this.resampler.push(this.decoder.push(bytes));
@@ -277,7 +299,7 @@ export class AgentSession {
 
   /** User text (chat mode, or typed input in a voice call): a committed user turn. */
   sendText(text: string): void {
-    if (this.ended) return;
+    if (this.ended || this.transferring) return;
     const t = text.trim();
     if (!t) return;
     if (this.agent && this.opts.mode === 'webcall') this.interruptAgent(performance.now(), new Date().toISOString());
@@ -306,6 +328,8 @@ export class AgentSession {
       this.opts.emit({ type: 'agent_turn_ended', turnId: agent.id, status: 'cancelled', text: heard });
     }
     this.agent = null;
+    // A speculation still waiting for a slot would be wasted work now.
+    this.utt?.spec?.abort.abort();
     this.pacer?.close();
     this.vad?.reset();
     this.audio.clear();
@@ -315,7 +339,7 @@ export class AgentSession {
   // ------------------------------------------------------------------------------------------------ audio input
   private async feed(samples: Float32Array): Promise<void> {
     const vad = this.vad;
-    if (!vad || this.ended) return;
+    if (!vad || this.ended || this.transferring) return;
     this.audio.append(samples);
     this.opts.tap?.input(samples);
     // When the newest sample arrived: the wall time of any earlier sample follows (the caller streams in real time).
@@ -354,9 +378,12 @@ export class AgentSession {
     if (signal?.type === 'pause') {
       utt.stoppedAt = this.wallOf(w * WIN);
       this.opts.emit({ type: 'user_speech_stopped', audioMs: Math.round(w * WIN_MS) });
-      this.speculate(utt, w);
+      this.speculate(utt, w, 'speculative');
     } else if (signal?.type === 'resume') {
+      // Speech went on after the pause: the speculation is useless, and dropped if it has not started.
+      const spec = utt.spec;
       utt.spec = undefined;
+      spec?.abort.abort();
       utt.stoppedAt = undefined;
     }
     const state = this.tracker.state;
@@ -367,7 +394,7 @@ export class AgentSession {
       if ((w + 1) * WIN - utt.start >= MAX_TURN_SAMPLES) {
         // A monologue: take what there is as the turn.
         utt.stoppedAt = performance.now();
-        this.speculate(utt, w + 1);
+        this.speculate(utt, w + 1, 'live');
         this.tracker.state = 'pause';
         this.tracker.pauseStart = w + 1;
       }
@@ -381,12 +408,16 @@ export class AgentSession {
     return performance.now() - agent.startedAt >= this.opts.spec.interruptionBackoffSeconds * 1000;
   }
 
-  private speculate(utt: UserTurn, pauseWindow: number): void {
+  /** `speculative` at a pause (speech may resume and discard it); `live` when a monologue is cut (it is the turn). */
+  private speculate(utt: UserTurn, pauseWindow: number, kind: InferenceKind): void {
     const end = Math.min(this.audio.end, (pauseWindow + 1) * WIN);
     const samples = this.audio.slice(utt.start, end);
     const startedAt = performance.now();
-    const spec: NonNullable<UserTurn['spec']> = { pause: pauseWindow, result: this.recognize(samples), startedAt };
+    const abort = new AbortController();
+    const spec: NonNullable<UserTurn['spec']> = { pause: pauseWindow, result: this.recognize(samples, kind, abort.signal), startedAt, abort };
+    const replaced = utt.spec;
     utt.spec = spec;
+    replaced?.abort.abort();
     spec.result.then(
       (text) => {
         spec.text = text;
@@ -425,7 +456,7 @@ export class AgentSession {
       return;
     }
     if (!looksComplete(text) && silenceMs < maxDelayMs) return;
-    this.utt = null;
+    this.dropTurn();
     this.tracker.reset();
     const now = performance.now();
     const stoppedAt = utt.stoppedAt ?? now;
@@ -439,8 +470,14 @@ export class AgentSession {
     });
   }
 
-  private discardTurn(reason: 'noise' | 'backchannel'): void {
+  /** Forgets the user's turn; a speculation of it still waiting for a slot is dropped. */
+  private dropTurn(): void {
+    this.utt?.spec?.abort.abort();
     this.utt = null;
+  }
+
+  private discardTurn(reason: 'noise' | 'backchannel'): void {
+    this.dropTurn();
     this.tracker.reset();
     this.opts.emit({ type: 'user_turn_discarded', reason });
     if (!this.agent) this.armIdle();
@@ -474,7 +511,7 @@ export class AgentSession {
     if (!b) return;
     clearTimeout(b.timer);
     this.bargeIn = null;
-    this.utt = null;
+    this.dropTurn();
     this.tracker.reset();
     this.opts.emit({ type: 'user_turn_discarded', reason });
     this.pacer?.resume();
@@ -510,6 +547,11 @@ export class AgentSession {
 
   // ------------------------------------------------------------------------------------------------ replies
   private commitUserText(text: string, metrics: AgentTurn['metrics'] | null): void {
+    if (this.transferring) {
+      // Said while the transfer was being set up: kept in the history, not answered.
+      this.opts.brain.noteUser?.(text);
+      return;
+    }
     this.idleRetries = 0;
     this.clearIdle();
     this.userTurns++;
@@ -567,8 +609,11 @@ export class AgentSession {
         else if (ev.type === 'tool_call') calls.push(ev.call);
         else if (ev.type === 'end_call') turn.endAfter = 'ended';
         else if (ev.type === 'transfer') {
-          turn.endAfter = 'transfer_unavailable';
-          this.opts.emit({ type: 'error', code: 'transfer_unavailable', message: `Transfer to ${ev.number} is not available on this call type; the call ends` });
+          if (this.opts.transfer) turn.transferTo = { number: ev.number, option: ev.option ?? { type: 'cold_transfer' } };
+          else {
+            turn.endAfter = 'transfer_unavailable';
+            this.opts.emit({ type: 'error', code: 'transfer_unavailable', message: `Transfer to ${ev.number} is not available on this call type; the call ends` });
+          }
         } else if (ev.type === 'variables') this.opts.emit({ type: 'variables', values: ev.values });
         else if (ev.type === 'error') {
           failed = true;
@@ -657,11 +702,52 @@ export class AgentSession {
       this.transcript.push({ role: 'agent', content: text, timestamp: new Date().toISOString() });
     }
     this.opts.emit({ type: 'agent_turn_ended', turnId: turn.id, status: 'completed', text });
+    if (turn.transferTo) {
+      void this.transfer(turn.transferTo);
+      return;
+    }
     if (turn.endAfter) {
       this.end(turn.endAfter);
       return;
     }
     if (!this.utt) this.armIdle();
+  }
+
+  /** Hands the transfer to the host: transferred ends the session; refused, the agent says why and the call goes on. */
+  private async transfer(req: TransferRequest): Promise<void> {
+    this.transferring = true;
+    this.clearIdle();
+    this.dropTurn();
+    this.tracker.reset();
+    let outcome: TransferOutcome;
+    try {
+      outcome = await this.opts.transfer!(req);
+    } catch (err) {
+      this.opts.emit({ type: 'error', code: 'transfer_failed', message: err instanceof Error ? err.message : String(err) });
+      outcome = { ok: false, say: "Sorry, I couldn't transfer your call." };
+    } finally {
+      this.transferring = false;
+    }
+    if (this.ended) return;
+    if (outcome.ok) {
+      this.end('transferred');
+      return;
+    }
+    this.opts.emit({ type: 'error', code: 'transfer_refused', message: `Transfer to ${req.number} did not happen: ${outcome.say}` });
+    const say = outcome.say;
+    this.respond(async function* () {
+      yield { type: 'text' as const, text: say };
+    }, null, 'continuation');
+  }
+
+  /**
+   * The agent's voice saying `text` as one clip at `rate` Hz, outside the conversation (a warm transfer's handoff to
+   * its target). Empty when the text is.
+   */
+  async synthesize(text: string, rate: number): Promise<Float32Array> {
+    if (!text.trim()) return new Float32Array(0);
+    const audio = await this.opts.registry.synthesize(this.opts.spec.voiceId, text, this.opts.spec.speed);
+    return audio.sampleRate === rate ? audio.samples : resample(audio.samples, audio.sampleRate, rate);
   }
 
   private recordAgent(text: string, interrupted: boolean): void {
@@ -736,17 +822,18 @@ export class AgentSession {
   }
 
   // ------------------------------------------------------------------------------------------------ recognition
-  private async recognize(samples: Float32Array): Promise<string> {
+  /** Recognition through the queue; `signal` drops it while it waits (an AbortError), retries while the queue is full. */
+  private async recognize(samples: Float32Array, kind: InferenceKind, signal: AbortSignal): Promise<string> {
     const recognizer = this.recognizer;
     if (!recognizer || this.ended) return '';
     const deadline = Date.now() + 10_000;
     let delay = 20;
     for (;;) {
       try {
-        const { text } = await this.opts.registry.queue.run(() => recognizer.transcribe(samples, { beams: this.opts.registry.sttLiveBeams }));
+        const { text } = await this.opts.registry.queue.run(() => recognizer.transcribe(samples, { beams: this.opts.registry.sttLiveBeams }), kind, { signal });
         return text.trim();
       } catch (err) {
-        if (!(err instanceof QueueFullError) || Date.now() > deadline || this.ended) throw err;
+        if (!(err instanceof QueueFullError) || Date.now() > deadline || this.ended || signal.aborted) throw err;
         await sleep(delay);
         delay = Math.min(400, delay * 2);
       }

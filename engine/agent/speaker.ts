@@ -28,6 +28,8 @@ export class TurnSpeaker {
   private inFlight = 0;
   private readonly waiting: string[] = [];
   private cancelled = false;
+  /** Drops this turn's phrases still waiting for synthesis when the turn is cancelled. */
+  private readonly abort = new AbortController();
   readonly timings: SpeakerTimings = {};
   /** Everything of the turn synthesised and handed to the pacer. */
   private endP: Promise<void> | null = null;
@@ -73,6 +75,7 @@ export class TurnSpeaker {
   cancel(): void {
     this.cancelled = true;
     this.waiting.length = 0;
+    this.abort.abort();
     this.checkDone();
   }
 
@@ -95,7 +98,8 @@ export class TurnSpeaker {
       const started = performance.now();
       if (first) t.firstSynthStart = started;
       this.inFlight++;
-      const audio = this.registry.synthesize(this.opts.voiceId, phrase, this.opts.speed).finally(() => {
+      // The first phrase is what the caller waits for: it goes before other synthesis in the queue.
+      const audio = this.registry.synthesize(this.opts.voiceId, phrase, this.opts.speed, { first, signal: this.abort.signal }).finally(() => {
         if (first) t.firstSynthDone = performance.now();
       });
       audio.catch(() => undefined);

@@ -68,6 +68,21 @@ export interface ToolCall {
   arguments: string;
 }
 
+/** A handoff line of a warm transfer (wire `privateHandoffOption` / `publicHandoffOption`): `prompt` is the text. */
+export interface HandoffOption {
+  type?: 'prompt' | 'static';
+  prompt?: string;
+}
+
+/** How a call is transferred (wire `transferOption`); cold when absent. */
+export interface TransferOption {
+  type: 'cold_transfer' | 'warm_transfer';
+  /** Warm: said to the target alone before the caller joins. */
+  privateHandoffOption?: HandoffOption;
+  /** Warm: said to the caller and the target together once they are bridged. */
+  publicHandoffOption?: HandoffOption;
+}
+
 /** What a brain produces for one reply, in order. */
 export type BrainEvent =
   /** A piece of the reply's text (streamed; concatenate). */
@@ -76,8 +91,8 @@ export type BrainEvent =
   | { type: 'tool_call'; call: ToolCall }
   /** End the call after the text before it has been spoken. */
   | { type: 'end_call'; reason: string }
-  /** Transfer the call to a number after the text before it has been spoken. */
-  | { type: 'transfer'; number: string }
+  /** Transfer the call to a number after the text before it has been spoken (cold when `option` is absent). */
+  | { type: 'transfer'; number: string; option?: TransferOption }
   /** Variables set or extracted during this reply. */
   | { type: 'variables'; values: Vars }
   /** The brain could not answer (endpoint down, bad graph); any text already yielded stands. */

@@ -6,7 +6,7 @@ import { DEFAULT_FLITE_VOICE, FLITE_VOICES, FliteSynthesizer } from './flite.js'
 import { PiperVoice } from './piper.js';
 import { SileroVadModel } from './silero.js';
 import { WhisperPool } from './whisper/pool.js';
-import { InferenceQueue } from './queue.js';
+import { InferenceQueue, type InferenceScheduler } from './queue.js';
 import { STT_DEFAULTS } from './defaults.js';
 
 export const STT_MODEL = 'whisper-tiny.en';
@@ -41,6 +41,8 @@ export interface RegistryOptions {
   /** Inference jobs run at once, and how many may wait before callers get 503. */
   concurrency: number;
   maxWaiting: number;
+  /** How waiting jobs get a slot (queue.ts); default priority. */
+  scheduler?: InferenceScheduler;
   /** Flite worker threads. */
   synthesisWorkers: number;
   /**
@@ -73,7 +75,7 @@ export class ModelRegistry {
   private vadP: Promise<SileroVadModel> | undefined;
 
   constructor(private readonly opts: RegistryOptions) {
-    this.queue = new InferenceQueue(opts.concurrency, opts.maxWaiting);
+    this.queue = new InferenceQueue(opts.concurrency, opts.maxWaiting, { scheduler: opts.scheduler });
     this.sttBeams = opts.sttBeams ?? STT_DEFAULTS.beams;
     this.sttLiveBeams = opts.sttLiveBeams ?? STT_DEFAULTS.liveBeams;
     this.flite = new FliteSynthesizer({ workers: opts.synthesisWorkers, nice: opts.workerNice });
@@ -143,12 +145,17 @@ export class ModelRegistry {
     return this.vadP;
   }
 
-  /** Synthesises one phrase with a voice, through the inference queue (QueueFullError when full). */
-  async synthesize(voiceId: string, text: string, speed: number): Promise<MonoAudio> {
+  /**
+   * Synthesises one phrase with a voice, through the inference queue (QueueFullError when full). `first`: the first
+   * phrase of an agent's turn (served before other synthesis); `signal`: drops it while it still waits.
+   */
+  async synthesize(voiceId: string, text: string, speed: number, opts: { first?: boolean; signal?: AbortSignal } = {}): Promise<MonoAudio> {
+    const kind = opts.first ? 'synthesis_first' : 'synthesis';
+    const run = { signal: opts.signal };
     const piper = this.piper.get(voiceId);
-    if (piper) return this.queue.run(async () => (await (piper.voice ??= PiperVoice.load(piper.dir))).synthesize(text, { speed }));
+    if (piper) return this.queue.run(async () => (await (piper.voice ??= PiperVoice.load(piper.dir))).synthesize(text, { speed }), kind, run);
     if (!this.flite.hasVoice(voiceId)) throw new UnknownVoiceError(`Unknown voice_id "${voiceId}"`);
-    return this.queue.run(() => this.flite.synthesize(text, { voice: voiceId, speed }));
+    return this.queue.run(() => this.flite.synthesize(text, { voice: voiceId, speed }), kind, run);
   }
 
   async close(): Promise<void> {

@@ -32,14 +32,14 @@ export async function transcribe(registry: ModelRegistry, audio: MonoAudio): Pro
   const duration = samples.length / VAD_SAMPLE_RATE;
   const recognizer = await registry.recognizer();
   if (samples.length <= WHISPER_MAX_SAMPLES) {
-    const { text } = await registry.queue.run(() => recognizer.transcribe(samples, { beams: registry.sttBeams }));
+    const { text } = await registry.queue.run(() => recognizer.transcribe(samples, { beams: registry.sttBeams }), 'file');
     return { text, duration, segments: text ? [{ start: 0, end: duration, text }] : [] };
   }
   const pieces = await speechSegments(samples, { model: await registry.vad(), maxSegmentSeconds: PIECE_SECONDS });
   const segments: BatchTranscript['segments'] = [];
   for (const piece of pieces) {
     const slice = samples.subarray(Math.floor(piece.start * VAD_SAMPLE_RATE), Math.min(samples.length, Math.ceil(piece.end * VAD_SAMPLE_RATE)));
-    const { text } = await registry.queue.run(() => recognizer.transcribe(slice, { beams: registry.sttBeams }));
+    const { text } = await registry.queue.run(() => recognizer.transcribe(slice, { beams: registry.sttBeams }), 'file');
     if (text) segments.push({ start: piece.start, end: piece.end, text });
   }
   return { text: segments.map((s) => s.text).join(' '), duration, segments };

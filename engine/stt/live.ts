@@ -27,7 +27,7 @@ import { WIRE_ENCODINGS, type WireEncoding } from '../audio/decode.js';
 import { AudioFormatError } from '../audio/errors.js';
 import { OggOpusDecoder, OpusPacketDecoder, OPUS_RATE } from '../audio/opus.js';
 import { Resampler } from '../audio/resample.js';
-import { QueueFullError } from '../models/queue.js';
+import { QueueFullError, type InferenceKind } from '../models/queue.js';
 import type { ModelRegistry } from '../models/registry.js';
 import { VAD_SAMPLE_RATE, VAD_WINDOW_SAMPLES, VadSegmenter, type SileroVad, type VadEvent } from '../models/silero.js';
 import { WHISPER_MAX_SAMPLES } from '../models/whisper/index.js';
@@ -148,6 +148,8 @@ interface Speculation {
   result: Promise<string>;
   /** The result, once it is ready. */
   text?: string;
+  /** Drops the job while it still waits for a slot (speech resumed, a newer speculation, the session ended). */
+  abort: AbortController;
 }
 
 interface Utterance {
@@ -389,6 +391,7 @@ export class LiveTranscriber {
     this.state = 'aborted';
     this.vad?.reset();
     this.audio.clear();
+    this.dropSpeculation(this.utt);
     this.utt = undefined;
   }
 
@@ -437,6 +440,7 @@ export class LiveTranscriber {
     this.state = 'failed';
     this.vad?.reset();
     this.audio.clear();
+    this.dropSpeculation(this.utt);
     this.utt = undefined;
   }
 
@@ -464,8 +468,11 @@ export class LiveTranscriber {
     const wasSpeaking = seg.inSpeech;
     const events = seg.push(p);
     if (wasSpeaking) {
-      if (p >= seg.startThreshold) this.silenceStart = -1;
-      else if (p < seg.endThreshold && this.silenceStart < 0) this.silenceStart = w;
+      if (p >= seg.startThreshold) {
+        // Speech resumed: a speculation for the silence that just ended can no longer be the final.
+        if (this.silenceStart >= 0) this.dropSpeculation(this.utt);
+        this.silenceStart = -1;
+      } else if (p < seg.endThreshold && this.silenceStart < 0) this.silenceStart = w;
     } else if (this.candidate < 0) {
       if (p >= seg.startThreshold) this.candidate = w;
     } else if (p < seg.endThreshold) {
@@ -500,8 +507,10 @@ export class LiveTranscriber {
       const silenceAt = this.silenceStart * WIN;
       if (utt.hasSpeech && utt.spec?.silence !== this.silenceStart && silenceAt > utt.start && now >= silenceAt + this.tailSamples) {
         const end = silenceAt + this.tailSamples;
-        const result = this.transcribeFinal(utt.start, end);
-        const spec: Speculation = { silence: this.silenceStart, end, result };
+        const abort = new AbortController();
+        const result = this.transcribeFinal(utt.start, end, 'speculative', abort.signal);
+        const spec: Speculation = { silence: this.silenceStart, end, result, abort };
+        this.dropSpeculation(utt);
         utt.spec = spec;
         this.counters.speculations++;
         if (this.earlyWindows > 0) {
@@ -551,8 +560,10 @@ export class LiveTranscriber {
     if (!utt) return;
     const end = Math.min(this.silenceStart >= 0 ? this.silenceStart * WIN + this.tailSamples : now, this.audio.end);
     this.lastCut = Math.max(this.lastCut, end);
-    if (!utt.hasSpeech || end - utt.start < WIN) return;
-    const spec = utt.spec && utt.spec.silence === this.silenceStart && utt.spec.end === end ? utt.spec.result : undefined;
+    const usable = utt.hasSpeech && end - utt.start >= WIN;
+    const spec = usable && utt.spec && utt.spec.silence === this.silenceStart && utt.spec.end === end ? utt.spec.result : undefined;
+    if (!spec) this.dropSpeculation(utt);
+    if (!usable) return;
     if (spec) this.counters.speculationsUsed++;
     const t1 = this.silenceStart >= 0 ? this.silenceStart * WIN / SR + SPEECH_PAD_MS / 1000 : end / SR;
     this.issueFinal(spec ?? this.transcribeFinal(utt.start, end), utt.t0, t1, { isLast: false, fromFinalize: false });
@@ -594,6 +605,7 @@ export class LiveTranscriber {
       }
     }
     const cut = Math.max(utt.start + WIN, best * WIN + WIN / 2);
+    this.dropSpeculation(utt);
     if (utt.hasSpeech) this.issueFinal(this.transcribeFinal(utt.start, cut), utt.t0, cut / SR, { isLast: false, fromFinalize: false });
     this.lastCut = Math.max(this.lastCut, cut);
     const rest = utt.probs.slice(best + 1 - utt.probBase);
@@ -613,9 +625,11 @@ export class LiveTranscriber {
         // In trailing silence with the speculation done for it: that is the answer (no speech came after).
         const spec = this.silenceStart >= 0 && utt.spec?.silence === this.silenceStart ? utt.spec : undefined;
         if (spec) this.counters.speculationsUsed++;
+        else this.dropSpeculation(utt);
         const t1 = spec ? this.silenceStart * WIN / SR + SPEECH_PAD_MS / 1000 : end / SR;
         sent = this.issueFinal(spec?.result ?? this.transcribeFinal(utt.start, end), utt.t0, t1, flags);
       } else {
+        this.dropSpeculation(utt);
         sent = this.issueFinal(Promise.resolve(''), utt.t0, end / SR, flags);
       }
       this.lastCut = Math.max(this.lastCut, end);
@@ -663,11 +677,15 @@ export class LiveTranscriber {
     return sent;
   }
 
-  /** Starts Whisper on [from, to) now; retries while the queue is full. The promise is pre-handled (no unhandled rejection). */
-  private transcribeFinal(from: number, to: number): Promise<string> {
+  /**
+   * Starts Whisper on [from, to) now; retries while the queue is full. The promise is pre-handled (no unhandled
+   * rejection). `speculative` when started in trailing silence before the end of the utterance is known (the
+   * result is used only if no speech follows); every other final is `live`, a caller waits for it.
+   */
+  private transcribeFinal(from: number, to: number, kind: 'live' | 'speculative' = 'live', signal?: AbortSignal): Promise<string> {
     const samples = this.audio.slice(from, to);
     this.finalJobs++;
-    const result = this.recognize(samples, true).finally(() => {
+    const result = this.recognize(samples, true, kind, signal).finally(() => {
       this.finalJobs--;
     });
     result.catch(() => undefined);
@@ -679,7 +697,7 @@ export class LiveTranscriber {
     this.counters.interims++;
     const samples = this.audio.slice(utt.start, now);
     this.interimRunning = true;
-    this.recognize(samples, false)
+    this.recognize(samples, false, 'interim')
       .then(
         (text) => {
           if (!text || this.utt?.id !== utt.id || this.pendingFinals > 0 || this.state !== 'open') return;
@@ -697,7 +715,15 @@ export class LiveTranscriber {
       });
   }
 
-  private async recognize(samples: Float32Array, retryWhenFull: boolean): Promise<string> {
+  /** A speculation that will not be used: forgotten, and dropped from the queue if it has not started. */
+  private dropSpeculation(utt: Utterance | undefined): void {
+    const spec = utt?.spec;
+    if (!utt || !spec) return;
+    utt.spec = undefined;
+    spec.abort.abort();
+  }
+
+  private async recognize(samples: Float32Array, retryWhenFull: boolean, kind: InferenceKind, signal?: AbortSignal): Promise<string> {
     const recognizer = this.recognizer;
     if (!recognizer || this.dead()) return '';
     const deadline = Date.now() + FINAL_RETRY_MS;
@@ -712,10 +738,10 @@ export class LiveTranscriber {
             const done = performance.now();
             this.interimNotBefore = Math.max(this.interimNotBefore, done + (done - t));
           }
-        });
+        }, kind, { signal });
         return text;
       } catch (err) {
-        if (!(err instanceof QueueFullError) || !retryWhenFull || Date.now() > deadline || this.dead()) throw err;
+        if (!(err instanceof QueueFullError) || !retryWhenFull || Date.now() > deadline || this.dead() || signal?.aborted) throw err;
         await sleep(delay);
         delay = Math.min(400, delay * 2);
       }

@@ -33,6 +33,7 @@ import type { DigestClientCredentials } from '../sip/digest.js';
 import type { Selectable } from 'kysely';
 import type { SipTrunksTable } from '../../control-plane/store/schema.js';
 import { intervalMs, type Pacer } from './pacer.js';
+import type { CallTransfers } from '../transfer.js';
 
 export interface DialerDeps {
   db: Db;
@@ -55,10 +56,17 @@ export interface DialerDeps {
   pollMs?: number;
   /** A claim not renewed this long belongs to a server that stopped (30 s). */
   leaseMs?: number;
+  /** Carries out the agents' transfers; without it a transfer ends the call as transfer_unavailable. */
+  transfers?: CallTransfers;
 }
 
 /** How far ahead of real time the agent's audio goes to the media leg (as for inbound calls). */
 const PHONE_OUTPUT_LEAD_MS = 200;
+/**
+ * A pace slot whose take took longer than this (a stalled event loop, a slow Redis) is not used: with slots 2% over
+ * 1000/cps apart, a send this late still keeps within 5 ms of 1000/cps of the next sender's slot.
+ */
+const STALE_SLOT_MS = 4;
 /** Ringing timeout when the trunk sets none. */
 const DEFAULT_RING_SECS = 60;
 const DEFAULT_MAX_CALL_SECS = 3600;
@@ -177,116 +185,154 @@ export class OutboundDialer {
 
   /**
    * Serves one carrier address: claims the oldest queued call, prepares it (trunk, RTP port, offer), takes the address's
-   * next pace slot and sends the INVITE at it; then the next, until none is waiting. The slot is taken once the call is
-   * ready, so a slow preparation never sends a call late against a slot the other calls are paced from. The INVITE
-   * goes out no sooner than one interval after this lane's previous one, whatever the timers did.
+   * next pace slot and sends the INVITE at it; then the next, until none is waiting. The call after the current one is
+   * claimed and prepared while the current one waits for its slot, so preparing (the store, an RTP port) never makes a
+   * slot late. The slot is taken once the call is ready, so a slow preparation never sends a call late against a slot
+   * the other calls are paced from; the INVITE goes out no sooner than one interval after this lane's previous one.
    */
   private async lane(key: string): Promise<void> {
-    const { db, owner, limits } = this.deps;
     let lastSentAt = -Infinity;
+    /** Organizations at their session cap, until when (performance.now()): their calls wait without holding up others'. */
+    const capped = new Map<string, number>();
+    let next: Promise<Ready | null> = this.ready(key, capped);
+    try {
+      while (!this.stopped) {
+        const call = await next;
+        if (!call) return;
+        next = this.stopped ? Promise.resolve(null) : this.ready(key, capped);
+        const sentAt = await this.sendAtSlot(key, call, lastSentAt);
+        if (sentAt !== null) lastSentAt = sentAt;
+      }
+    } finally {
+      // Stopped with the next call ready: it was never sent, so it keeps its place in the queue.
+      const left = await next.catch(() => null);
+      if (left) {
+        void left.prepared.rtp.finish();
+        left.lease.release();
+        await this.requeue(left.row);
+      }
+    }
+  }
+
+  /** A claimed call goes back to its place in the queue (never sent). */
+  private async requeue(row: OutboundRow): Promise<void> {
+    await moveOutbound(this.deps.db, row.call_id, ['claimed', 'slotted'], 'queued', this.deps.owner).catch(() => undefined);
+    this.held.delete(row.call_id);
+  }
+
+  /**
+   * Claims the next call of `key` that can start (its organization under its session cap) and prepares it; a call
+   * that cannot be prepared is recorded failed and the next one is tried. Null when none is waiting.
+   */
+  private async ready(key: string, capped: Map<string, number>): Promise<Ready | null> {
+    const { db, owner, limits } = this.deps;
     while (!this.stopped) {
-      const row = await claimNext(db, key, owner).catch(() => null);
-      if (!row) return;
+      const now = performance.now();
+      for (const [org, until] of capped) if (until <= now) capped.delete(org);
+      const row = await claimNext(db, key, owner, [...capped.keys()]).catch(() => null);
+      if (!row) return null;
       this.held.add(row.call_id);
-      const requeue = async () => {
-        await moveOutbound(db, row.call_id, ['claimed', 'slotted'], 'queued', owner).catch(() => undefined);
-        this.held.delete(row.call_id);
-      };
       let lease: Lease;
       try {
         lease = limits.acquire('speech', `org:${row.org_id}`);
       } catch {
-        // The server (or the organization) is at its call limit: the call goes back to its place in the queue.
-        await requeue();
-        await sleep(this.pollMs);
+        // The server or the organization is at its call limit: the call keeps its place, and the calls of other
+        // organizations behind it go first until the next poll.
+        await this.requeue(row);
+        capped.set(row.org_id, performance.now() + this.pollMs);
         continue;
       }
       let rtp: MediaLeg | null = null;
-      const ring: Ringing = { abort: new AbortController(), canceled: false };
       try {
         const route = await dialRoute(db, this.deps.carrier, { phoneNumber: row.from_number, trunkId: row.trunk_id, platformNumberId: null }, 'fromNumber').catch(() => {
           throw new DialFailure('no_route');
         });
         const prepared = await this.prepare(row, route, (leg) => (rtp = leg));
-        // The call is marked as being dialed before its slot, so that nothing is left to write between the slot and
-        // the INVITE (a cancel meanwhile flags it; a crash meanwhile closes it as server_stopped, never dialed twice).
-        if (!(await moveOutbound(db, row.call_id, ['claimed'], 'slotted', owner))) {
-          void prepared.rtp.finish(); // canceled since it was claimed (the cancel recorded it)
-          lease.release();
-          this.held.delete(row.call_id);
-          continue;
-        }
-        this.ringing.set(row.call_id, ring);
-        // The slot is taken when it is due, right before the INVITE, so a stall of this process before the take
-        // cannot send it late against a slot the other servers already count from.
-        await until(lastSentAt + intervalMs(route.cps));
-        try {
-          for (let wait = await this.deps.pacer.take(key, route.cps); wait > 0 && !ring.canceled && !this.stopped; wait = await this.deps.pacer.take(key, route.cps)) {
-            await until(performance.now() + wait);
-          }
-        } catch (err) {
-          // The pace cannot be kept (Redis is down): the call waits in the queue rather than fail undialed.
-          this.deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'outbound pace unavailable; calls wait');
-          this.ringing.delete(row.call_id);
-          void prepared.rtp.finish();
-          lease.release();
-          await requeue();
-          await sleep(this.pollMs);
-          continue;
-        }
-        if (this.stopped || ring.canceled) {
-          this.ringing.delete(row.call_id);
-          void prepared.rtp.finish();
-          lease.release();
-          if (this.stopped) {
-            await requeue(); // never sent: it keeps its place for the next start
-            return;
-          }
-          await this.finish(row, ['slotted'], { status: 'cancelled', reason: 'canceled' });
-          continue;
-        }
-        lastSentAt = performance.now();
-        const placing = this.place(row, prepared, lease, ring).finally(() => this.placing.delete(placing));
-        this.placing.add(placing);
-        void moveOutbound(db, row.call_id, ['slotted'], 'dialing', owner).catch(() => undefined);
+        return { row, route, prepared, lease };
       } catch (err) {
-        this.ringing.delete(row.call_id);
         void (rtp as MediaLeg | null)?.finish();
         lease.release();
         const reason = err instanceof DialFailure ? err.message : 'error';
         if (!(err instanceof DialFailure)) this.deps.logger.error({ callId: row.call_id, err: err instanceof Error ? err.message : String(err) }, 'outbound call could not be placed');
-        await this.finish(row, ['claimed', 'slotted'], { status: 'failed', reason });
+        await this.finish(row, ['claimed'], { status: 'failed', reason });
       }
+    }
+    return null;
+  }
+
+  /** Waits for a prepared call's pace slot and sends its INVITE; resolves to when it was sent (null: not sent). */
+  private async sendAtSlot(key: string, call: Ready, lastSentAt: number): Promise<number | null> {
+    const { db, owner } = this.deps;
+    const { row, route, prepared, lease } = call;
+    const ring: Ringing = { abort: new AbortController(), canceled: false };
+    try {
+      // The call is marked as being dialed before its slot, so that nothing is left to write between the slot and
+      // the INVITE (a cancel meanwhile flags it; a crash meanwhile closes it as server_stopped, never dialed twice).
+      if (!(await moveOutbound(db, row.call_id, ['claimed'], 'slotted', owner))) {
+        void prepared.rtp.finish(); // canceled since it was claimed (the cancel recorded it)
+        lease.release();
+        this.held.delete(row.call_id);
+        return null;
+      }
+      this.ringing.set(row.call_id, ring);
+      // The slot is taken when it is due, right before the INVITE, so a stall of this process before the take
+      // cannot send it late against a slot the other servers already count from.
+      await until(lastSentAt + intervalMs(route.cps));
+      try {
+        while (!ring.canceled && !this.stopped) {
+          const asked = performance.now();
+          const wait = await this.deps.pacer.take(key, route.cps);
+          if (wait > 0) {
+            await until(performance.now() + wait);
+            continue;
+          }
+          // The slot's answer came late (this process stalled meanwhile): sent now, the INVITE could land just before
+          // the next slot, which another server sends at on time. That slot goes unused; the call takes the next one.
+          if (performance.now() - asked <= STALE_SLOT_MS) break;
+          this.deps.logger.debug({ key, lateMs: performance.now() - asked }, 'outbound pace slot answered late; taking the next');
+        }
+      } catch (err) {
+        // The pace cannot be kept (Redis is down): the call waits in the queue rather than fail undialed.
+        this.deps.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'outbound pace unavailable; calls wait');
+        this.ringing.delete(row.call_id);
+        void prepared.rtp.finish();
+        lease.release();
+        await this.requeue(row);
+        await sleep(this.pollMs);
+        return null;
+      }
+      if (this.stopped || ring.canceled) {
+        this.ringing.delete(row.call_id);
+        void prepared.rtp.finish();
+        lease.release();
+        if (this.stopped) await this.requeue(row); // never sent: it keeps its place for the next start
+        else await this.finish(row, ['slotted'], { status: 'cancelled', reason: 'canceled' });
+        return null;
+      }
+      const sentAt = performance.now();
+      const placing = this.place(row, prepared, lease, ring).finally(() => this.placing.delete(placing));
+      this.placing.add(placing);
+      // The INVITE left now (place() sends it before its first await): the next slot counts from here.
+      void this.deps.pacer.sent(key, route.cps).catch(() => undefined);
+      void moveOutbound(db, row.call_id, ['slotted'], 'dialing', owner).catch(() => undefined);
+      return sentAt;
+    } catch (err) {
+      this.ringing.delete(row.call_id);
+      void prepared.rtp.finish();
+      lease.release();
+      this.deps.logger.error({ callId: row.call_id, err: err instanceof Error ? err.message : String(err) }, 'outbound call could not be placed');
+      await this.finish(row, ['claimed', 'slotted'], { status: 'failed', reason: 'error' });
+      return null;
     }
   }
 
   /** Everything a call needs before its INVITE: where it goes, with what credentials, its RTP port and SDP offer. */
   private async prepare(row: OutboundRow, route: DialRoute, onLeg: (leg: MediaLeg) => void): Promise<Prepared> {
-    const { db, carrier } = this.deps;
-    const trunk = row.trunk_id ? await db.selectFrom('sip_trunks').selectAll().where('id', '=', row.trunk_id).executeTakeFirst() : null;
-    if (row.trunk_id && !trunk) throw new DialFailure('trunk_deleted');
-    const parsed = parseCarrierAddress(trunk ? trunk.address : carrier.address);
-    if (!parsed) throw new DialFailure('no_route');
-    const transport = (trunk ? trunk.transport : carrier.transport) ?? 'udp';
-    if (transport === 'tls') throw new DialFailure('tls_unsupported');
-    const target = { address: parsed.host, port: parsed.port ?? 5060, transport: transport as 'udp' | 'tcp' };
-    const host = parsed.host.includes(':') ? `[${parsed.host}]` : parsed.host;
-    const uri = `sip:${row.to_number}@${host}:${target.port}${transport === 'tcp' ? ';transport=tcp' : ''}`;
-    const username = trunk ? trunk.auth_username : carrier.username;
-    const password = trunk ? (trunk.auth_username ? await trunkPassword(db, this.deps.secrets, trunk.id) : null) : (carrier.password ?? null);
+    const line = await carrierLine(this.deps, row.trunk_id, row.to_number);
     const rtp = await this.deps.media.bind(this.stack.host === '0.0.0.0' ? '0.0.0.0' : this.stack.host);
     onLeg(rtp);
-    const encryption = (trunk?.media_encryption as MediaEncryption | undefined) ?? 'allow';
-    const offer = buildOffer({ encryption, localAddress: this.stack.publicAddress, localPort: rtp.localPort });
-    return {
-      route,
-      trunk: trunk ?? null,
-      uri,
-      target,
-      auth: username && password ? { username, password } : undefined,
-      rtp,
-      offer,
-    };
+    const offer = buildOffer({ encryption: line.encryption, localAddress: this.stack.publicAddress, localPort: rtp.localPort });
+    return { route, trunk: line.trunk, uri: line.uri, target: line.target, auth: line.auth, rtp, offer };
   }
 
   /** Sends the INVITE, rings, and on the answer runs the agent on the call; an unanswered outcome is recorded. */
@@ -337,6 +383,8 @@ export class OutboundDialer {
       rtp = null;
       this.calls.add(answered);
       void answered.done.then(() => this.calls.delete(answered));
+      const transfers = this.deps.transfers;
+      if (transfers) answered.allowTransfers(transfers, { orgId: row.org_id, agentId: row.agent_id, direction: 'outbound', ownNumber: row.from_number });
       const resolved = await resolveCallConfig(db, { orgId: row.org_id, name: 'telephony' }, row.agent_id, row.revision_id ? { kind: 'revision', revisionId: row.revision_id } : { kind: 'live' });
       const call = await this.deps.runtime.start(
         {
@@ -352,6 +400,7 @@ export class OutboundDialer {
           toNumber: row.to_number,
           callId,
           queued: true,
+          transfer: transfers ? (req) => answered.transfer(req) : undefined,
         },
         (e) => answered.onEvent(e),
       );
@@ -441,9 +490,49 @@ async function until(at: number): Promise<void> {
 }
 
 /** A call that could not be placed, with the `callFailureReason` it gets. */
-class DialFailure extends Error {}
+export class DialFailure extends Error {}
 
-/** A claimed call ready to be sent at its pace slot. */
+/** Where a call to a number goes out: its outbound trunk's (or the platform carrier's) address, credentials, media rule. */
+export interface CarrierLine {
+  trunk: Selectable<SipTrunksTable> | null;
+  /** The Request-URI: the number at the carrier's address. */
+  uri: string;
+  target: SipTarget;
+  auth?: DigestClientCredentials;
+  encryption: MediaEncryption;
+}
+
+/** The line to `toNumber` through outbound trunk `trunkId` (null: the platform carrier); DialFailure when there is none. */
+export async function carrierLine(
+  deps: { db: Db; secrets: WebhookSecretBox; carrier: CarrierSettings },
+  trunkId: string | null,
+  toNumber: string,
+): Promise<CarrierLine> {
+  const { db, carrier } = deps;
+  const trunk = trunkId ? await db.selectFrom('sip_trunks').selectAll().where('id', '=', trunkId).executeTakeFirst() : null;
+  if (trunkId && !trunk) throw new DialFailure('trunk_deleted');
+  const parsed = parseCarrierAddress(trunk ? trunk.address : carrier.address);
+  if (!parsed) throw new DialFailure('no_route');
+  const transport = (trunk ? trunk.transport : carrier.transport) ?? 'udp';
+  if (transport === 'tls') throw new DialFailure('tls_unsupported');
+  const target = { address: parsed.host, port: parsed.port ?? 5060, transport: transport as 'udp' | 'tcp' };
+  const host = parsed.host.includes(':') ? `[${parsed.host}]` : parsed.host;
+  const uri = `sip:${toNumber}@${host}:${target.port}${transport === 'tcp' ? ';transport=tcp' : ''}`;
+  const username = trunk ? trunk.auth_username : carrier.username;
+  const password = trunk ? (trunk.auth_username ? await trunkPassword(db, deps.secrets, trunk.id) : null) : (carrier.password ?? null);
+  const encryption = (trunk?.media_encryption as MediaEncryption | undefined) ?? 'allow';
+  return { trunk: trunk ?? null, uri, target, auth: username && password ? { username, password } : undefined, encryption };
+}
+
+/** A claimed call, prepared, with its organization's session lease: ready for its pace slot. */
+interface Ready {
+  row: OutboundRow;
+  route: DialRoute;
+  prepared: Prepared;
+  lease: Lease;
+}
+
+/** What a claimed call needs to be sent at its pace slot. */
 interface Prepared {
   route: DialRoute;
   trunk: Selectable<SipTrunksTable> | null;

@@ -1,27 +1,28 @@
-// The outbound call pacer (`cpsLimit`): one pace per carrier address. A reservation takes that address's next send
-// slot and says how long to wait for it. LocalPacer paces within one process; RedisPacer keeps the pace across every
+// The outbound call pacer (`cpsLimit`): one pace per carrier address. A sender takes that address's send slot when it
+// is due, or learns how long to wait for it. LocalPacer paces within one process; RedisPacer keeps the pace across every
 // process sharing a Redis, with one key per address advanced atomically by a Lua script on Redis time.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 
 /**
  * Send slots per carrier key: a trunk's stored `address_key` (`transport:host:port`, control-plane/telephony/validation.ts
- * carrierAddressKey), so every trunk on one carrier address shares one pace. Slots are handed out first come first
- * served; a reservation at `cps` keeps the next slot of its key intervalMs(cps) after its own. When callers pass
- * different `cps` for one key, each reservation spaces the slot after it by its own `cps` (callers wanting the lowest
- * limit among trunks pass it).
+ * carrierAddressKey), so every trunk on one carrier address shares one pace. A slot taken at `cps` puts the next slot
+ * of its key intervalMs(cps) after it. When callers pass different `cps` for one key, each take spaces the slot after
+ * it by its own `cps` (callers wanting the lowest limit among trunks pass it).
  */
 export interface Pacer {
-  /** Takes the next send slot of `key` at `cps` calls per second; resolves to the ms from now until it (0: now). */
-  reserve(key: string, cps: number): Promise<number>;
   /**
    * Takes the slot of `key` only if it is due now (resolves 0: send at once), else takes nothing and resolves to the ms
    * until it is due (ask again then). A sender that takes its slot at the moment it sends cannot be late against it:
    * a stalled event loop delays the take, and the next slot counts from the take.
    */
   take(key: string, cps: number): Promise<number>;
-  /** How far ahead `key` is booked: ms from now until its next free slot (0 when a call could go now). */
-  backlogMs(key: string): Promise<number>;
+  /**
+   * The call of the slot just taken was sent: the next slot of `key` is at least an interval from now. A sender whose
+   * event loop was late between taking its slot and sending cannot then have the next sender (another process, on time)
+   * send closer than the interval after it.
+   */
+  sent(key: string, cps: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -32,6 +33,9 @@ export interface Pacer {
  */
 export const PACE_MARGIN = 1.02;
 
+/** A send this much later than its take moves the next slot (RedisPacer.sent); below it, the round trip and jitter. */
+const LATE_MS = 1;
+
 /** How early a due slot may be taken (the 2% margin covers it: two sends are still more than 1000/cps apart). */
 const TAKE_EARLY_MS = 0.5;
 
@@ -41,26 +45,18 @@ export function intervalMs(cps: number): number {
   return (1000 / cps) * PACE_MARGIN;
 }
 
-/** Reserves a slot of `key` and sleeps until it; resolves to the ms waited. An abort rejects the sleep (the slot stays taken). */
-export async function paced(pacer: Pacer, key: string, cps: number, signal?: AbortSignal): Promise<number> {
-  const wait = await pacer.reserve(key, cps);
-  // Timers fire on whole milliseconds: round up so a slot is never used early.
-  if (wait > 0) await sleep(Math.ceil(wait), undefined, { signal });
-  return wait;
+/** Waits for `key`'s slot and takes it (asking again whenever told to wait); resolves to the ms waited. */
+export async function whenDue(pacer: Pacer, key: string, cps: number): Promise<number> {
+  const start = performance.now();
+  // Timers fire on whole milliseconds: round up, and ask again (another sender may have taken the slot meanwhile).
+  for (let wait = await pacer.take(key, cps); wait > 0; wait = await pacer.take(key, cps)) await sleep(Math.ceil(wait));
+  return performance.now() - start;
 }
 
 /** The pace of one process, on the monotonic clock. */
 export class LocalPacer implements Pacer {
   /** Per key, the earliest time (performance.now()) the next slot may have. */
   private readonly next = new Map<string, number>();
-
-  async reserve(key: string, cps: number): Promise<number> {
-    const interval = intervalMs(cps);
-    const now = performance.now();
-    const slot = Math.max(now, this.next.get(key) ?? 0);
-    this.next.set(key, slot + interval);
-    return slot - now;
-  }
 
   async take(key: string, cps: number): Promise<number> {
     const interval = intervalMs(cps);
@@ -71,11 +67,9 @@ export class LocalPacer implements Pacer {
     return 0;
   }
 
-  async backlogMs(key: string): Promise<number> {
-    const now = performance.now();
-    const next = this.next.get(key) ?? 0;
-    if (next <= now) this.next.delete(key);
-    return Math.max(0, next - now);
+  async sent(key: string, cps: number): Promise<void> {
+    const at = performance.now() + intervalMs(cps);
+    if ((this.next.get(key) ?? 0) < at) this.next.set(key, at);
   }
 
   async close(): Promise<void> {
@@ -83,44 +77,42 @@ export class LocalPacer implements Pacer {
   }
 }
 
-// KEYS[1]: the key holding the next free slot (ms since the epoch, Redis time); ARGV[1]: this reservation's interval.
-// Returns the wait as a string (Redis would truncate a Lua number to an integer). The key outlives its slot by 1 s.
-const RESERVE = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-local slot = math.max(now, tonumber(redis.call('GET', KEYS[1]) or '0'))
-local nxt = slot + tonumber(ARGV[1])
-redis.call('SET', KEYS[1], string.format('%.3f', nxt), 'PX', math.ceil(nxt - now) + 1000)
-return string.format('%.3f', slot - now)
-`;
-
-// As RESERVE, but the slot is taken only when it is due (within TAKE_EARLY_MS; returns 0); otherwise the wait, and
-// nothing changes. The next slot counts from the due time when taken on time (the pace does not drift by the polling
+// KEYS[1]: the key holding the next free slot (ms since the epoch, Redis time); ARGV[1]: the interval; ARGV[2]: how
+// early a slot may be taken. The slot is taken only when it is due (returns 0); otherwise the wait (as a string: Redis
+// would truncate a Lua number to an integer), and nothing changes. The next slot counts from the due time when taken on time (the pace does not drift by the polling
 // delay) and from now when taken late (never two sends closer than the interval).
 const TAKE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 local nxt = tonumber(redis.call('GET', KEYS[1]) or '0')
 if nxt > now + tonumber(ARGV[2]) then return string.format('%.3f', nxt - now) end
-redis.call('SET', KEYS[1], string.format('%.3f', math.max(nxt, now) + tonumber(ARGV[1])), 'PX', math.ceil(tonumber(ARGV[1])) + 1000)
-return '0'
+local slot = math.max(nxt, now)
+redis.call('SET', KEYS[1], string.format('%.3f', slot + tonumber(ARGV[1])), 'PX', math.ceil(tonumber(ARGV[1])) + 1000)
+return '0 ' .. string.format('%.3f', slot)
 `;
 
-const BACKLOG = `
+// After a late send: the next slot is at least ARGV[1] (Redis time: the slot taken plus the sender's lateness plus the
+// interval), never earlier than it already was.
+const SENT = `
+local at = tonumber(ARGV[1])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-return string.format('%.3f', math.max(0, tonumber(redis.call('GET', KEYS[1]) or '0') - now))
+if at > now and tonumber(redis.call('GET', KEYS[1]) or '0') < at then
+  redis.call('SET', KEYS[1], string.format('%.3f', at), 'PX', math.ceil(at - now) + 1000)
+end
+return '0'
 `;
 
 /** The commands `defineCommand` adds (run by EVALSHA, falling back to EVAL once per connection). */
 interface PaceCommands {
-  parleyPaceReserve(key: string, intervalMs: string): Promise<string>;
   parleyPaceTake(key: string, intervalMs: string, earlyMs: string): Promise<string>;
-  parleyPaceBacklog(key: string): Promise<string>;
+  parleyPaceSent(key: string, atMs: string): Promise<string>;
 }
 
 /** The pace shared by every process on one Redis: one key per carrier key under `prefix` (default `parley:pace:`). */
 export class RedisPacer implements Pacer {
+  /** Per key, the slot this process took last (Redis time) and when it asked for it (performance.now()). */
+  private readonly taken = new Map<string, { slot: number; at: number }>();
   private readonly redis: Redis & PaceCommands;
   private readonly owned: boolean;
   private readonly prefix: string;
@@ -129,24 +121,32 @@ export class RedisPacer implements Pacer {
   constructor(redis: string | Redis, options: { prefix?: string } = {}) {
     this.owned = typeof redis === 'string';
     const client = typeof redis === 'string' ? new Redis(redis) : redis;
-    client.defineCommand('parleyPaceReserve', { numberOfKeys: 1, lua: RESERVE });
     client.defineCommand('parleyPaceTake', { numberOfKeys: 1, lua: TAKE });
-    client.defineCommand('parleyPaceBacklog', { numberOfKeys: 1, lua: BACKLOG });
+    client.defineCommand('parleyPaceSent', { numberOfKeys: 1, lua: SENT });
     this.redis = client as Redis & PaceCommands;
     this.prefix = options.prefix ?? 'parley:pace:';
   }
 
-  async reserve(key: string, cps: number): Promise<number> {
-    const interval = intervalMs(cps);
-    return Number(await this.redis.parleyPaceReserve(this.prefix + key, String(interval)));
-  }
-
   async take(key: string, cps: number): Promise<number> {
-    return Number(await this.redis.parleyPaceTake(this.prefix + key, String(intervalMs(cps)), String(TAKE_EARLY_MS)));
+    const asked = performance.now();
+    const reply = await this.redis.parleyPaceTake(this.prefix + key, String(intervalMs(cps)), String(TAKE_EARLY_MS));
+    if (!reply.startsWith('0 ')) return Number(reply);
+    this.taken.set(key, { slot: Number(reply.slice(2)), at: asked });
+    return 0;
   }
 
-  async backlogMs(key: string): Promise<number> {
-    return Number(await this.redis.parleyPaceBacklog(this.prefix + key));
+  /**
+   * Only a send more than LATE_MS after its take was asked for moves the next slot: by that lateness (this process's
+   * clock, so a stall while Redis's answer waited unread counts too; the round trip is in it), added to the slot's
+   * Redis time. An on-time send costs no round trip, and the delay of this message itself does not count.
+   */
+  async sent(key: string, cps: number): Promise<void> {
+    const taken = this.taken.get(key);
+    this.taken.delete(key);
+    if (!taken) return;
+    const late = performance.now() - taken.at;
+    if (late <= LATE_MS) return;
+    await this.redis.parleyPaceSent(this.prefix + key, (taken.slot + late + intervalMs(cps)).toFixed(3));
   }
 
   async close(): Promise<void> {

@@ -24,7 +24,17 @@ export type DigestVerdict = 'ok' | 'missing' | 'wrong';
 /** How long a nonce is accepted after its challenge. */
 export const NONCE_TTL_MS = 5 * 60_000;
 
-const secret = randomBytes(32);
+/**
+ * Signs nonces. Several servers behind one proxy must share it (a caller's answer to one server's challenge may reach
+ * another): the server sets it from a secret kept in the shared store (useNonceSecret); alone, a random one serves.
+ */
+let secret = randomBytes(32);
+
+/** Signs nonces with `key` from now on (a secret every server sharing the store has). */
+export function useNonceSecret(key: Buffer): void {
+  if (key.length < 16) throw new Error('nonce secret too short');
+  secret = Buffer.from(key);
+}
 
 function sign(ts: string, realm: string): string {
   return createHmac('sha256', secret).update(`${ts}:${realm}`).digest('base64url').slice(0, 24);

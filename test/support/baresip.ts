@@ -22,6 +22,8 @@ export interface BaresipOptions {
   auth?: { username: string; password: string };
   /** Hard limit on the whole call, seconds. */
   timeoutS?: number;
+  /** More account parameters, e.g. `call_transfer=no` (refuse REFER). */
+  accountParams?: string[];
 }
 
 export interface BaresipResult {
@@ -91,6 +93,7 @@ export async function baresipCall(o: BaresipOptions): Promise<BaresipResult> {
   const rec = writeBaresipConfig(dir, { sipPort: o.sipPort, rtpPorts: o.rtpPorts, wav: o.wav, srtp: !!o.srtp });
   const params = [`audio_codecs=${(o.codecs ?? ['pcmu', 'pcma']).join(',')}`, 'regint=0', ...(o.srtp ? [`mediaenc=srtp-${o.srtp}`] : [])];
   if (o.auth) params.push(`auth_user=${o.auth.username}`, `auth_pass=${o.auth.password}`);
+  params.push(...(o.accountParams ?? []));
   writeFileSync(path.join(dir, 'accounts'), `<sip:${o.user ?? 'caller'}@127.0.0.1>;${params.join(';')}\n`);
   const limit = o.timeoutS ?? 30;
   const proc = spawn('timeout', ['-s', 'KILL', String(limit + 5), 'baresip', '-f', dir, '-e', `/dial ${o.target}`, '-t', String(limit)], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });

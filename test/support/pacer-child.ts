@@ -2,20 +2,20 @@
 // sends COUNT paced "calls" on one key at CPS, then prints their send times (epoch ms, sub-ms) as one JSON line.
 // Usage: tsx test/support/pacer-child.ts REDIS_URL PREFIX KEY COUNT CPS
 import { createInterface } from 'node:readline';
-import { RedisPacer, paced } from '../../telephony/outbound/pacer.js';
+import { RedisPacer, whenDue } from '../../telephony/outbound/pacer.js';
 
 const [url, prefix, key, count, cps] = process.argv.slice(2) as [string, string, string, string, string];
 const pacer = new RedisPacer(url, { prefix });
 // Warm up on another key (connection, scripts in Redis's cache, timers, this code path), so the first timed call is
 // not late by a cold start.
-for (let i = 0; i < 2; i++) await paced(pacer, `${key}#warmup`, 50);
+for (let i = 0; i < 2; i++) await whenDue(pacer, `${key}#warmup`, 50);
 console.log('ready');
 const lines = createInterface({ input: process.stdin });
 await new Promise((resolve) => lines.once('line', resolve));
 lines.close();
 const sent = await Promise.all(
   Array.from({ length: Number(count) }, async () => {
-    await paced(pacer, key, Number(cps));
+    await whenDue(pacer, key, Number(cps));
     return performance.timeOrigin + performance.now();
   }),
 );

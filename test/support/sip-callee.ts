@@ -90,6 +90,8 @@ export interface CarrierOptions {
   calls?: number;
   /** Hard limit on the run, seconds. */
   timeoutS: number;
+  /** Run sipp under SCHED_FIFO (`chrt -f 20`; root only), so its arrival times are not late by CPU contention. */
+  realtime?: boolean;
 }
 
 export interface CarrierResult {
@@ -236,7 +238,9 @@ export async function startSippCarrier(o: CarrierOptions): Promise<SippCarrier> 
     '-timeout', `${o.timeoutS}s`,
     ...(o.rtpEcho ? ['-rtp_echo'] : []),
   ];
-  const peer = spawnPeer('sipp', args, o.timeoutS + 5, dir);
+  // Real-time scheduling (benches): sipp timestamps an INVITE when it reads it, so a sipp starved of CPU logs two
+  // INVITEs that arrived apart as if they came together.
+  const peer = o.realtime ? spawnPeer('chrt', ['-f', '20', 'sipp', ...args], o.timeoutS + 5, dir) : spawnPeer('sipp', args, o.timeoutS + 5, dir);
   const done = peer.exited.then((code) => {
     const output = peer.output();
     return { code, successful: finalCount(output, 'Successful call'), failed: finalCount(output, 'Failed call'), output, messages: read('messages.log') };

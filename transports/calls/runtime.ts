@@ -6,7 +6,7 @@ import type { ResolvedCallConfig } from '../../control-plane/calls/call-config.j
 import { CallRecordWriter } from './record-writer.js';
 import { activateQueuedCall, createCall, newCallId, type CallMode, type CallType, type TranscriptEntry } from '../../control-plane/calls/calls.js';
 import type { SecretVault } from '../../control-plane/secrets/vault.js';
-import { AgentSession, type SessionEvent } from '../../engine/agent/session.js';
+import { AgentSession, type SessionEvent, type TransferOutcome, type TransferRequest } from '../../engine/agent/session.js';
 import type { LlmEndpoint, Vars } from '../../engine/agent/types.js';
 import { callVariables, standardVariables } from '../../engine/agent/variables.js';
 import type { Encoding } from '../../engine/audio/codecs.js';
@@ -57,6 +57,8 @@ export interface StartCall {
   queued?: boolean;
   /** How client tools reach the app (the agent WebSocket); without it client tools cannot run. */
   clientTools?: ClientToolChannel;
+  /** Carries out the agent's transfers (phone calls); without it a transfer ends the call as transfer_unavailable. */
+  transfer?(req: TransferRequest): Promise<TransferOutcome>;
 }
 
 export interface RunningCall {
@@ -169,6 +171,7 @@ export class CallRuntime {
       tap: recorder ?? undefined,
       runTool: (toolCall) => tools.run(toolCall, variables),
       fillerFor: (toolCall) => tools.fillerFor(toolCall),
+      transfer: call.transfer,
       emit: (event) => {
         switch (event.type) {
           case 'user_transcript':

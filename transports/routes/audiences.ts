@@ -14,6 +14,7 @@ import {
   searchMembers,
   type AudienceUpload,
 } from '../../control-plane/campaigns/audiences.js';
+import { campaignsUsingAudience } from '../../control-plane/campaigns/campaigns.js';
 import { actorOf, type RouteContext } from './context.js';
 
 /** Largest upload (the CSV and the form around it), and largest add-members body. */
@@ -63,8 +64,8 @@ export function audienceRoutes(server: HttpServer, prefix: string, ctx: RouteCon
   server.route('POST', a, async (req) => ok(await createAudience(ctx.db, actorOf(req), await readMultipart(req)), 201), large);
   server.route('GET', a, async (req) => ok(await listAudiences(ctx.db, actorOf(req))), auth);
   server.route('GET', `${a}/:id`, async (req) => ok(await getAudience(ctx.db, actorOf(req), id(req))), auth);
-  // Campaigns will pass their users here, turning a delete of an audience they run on into a 409.
-  server.route('DELETE', `${a}/:id`, async (req) => ok(await deleteAudience(ctx.db, actorOf(req), id(req))), auth);
+  // An audience a campaign still needs (not completed or failed) is not deleted: 409 naming the campaigns.
+  server.route('DELETE', `${a}/:id`, async (req) => ok(await deleteAudience(ctx.db, actorOf(req), id(req), campaignsUsingAudience)), auth);
   server.route('GET', `${a}/:id/members`, async (req) => ok(await listMembers(ctx.db, actorOf(req), id(req), req.query)), auth);
   server.route('POST', `${a}/:id/members`, async (req) => ok(await addMembers(ctx.db, actorOf(req), id(req), req.json()), 201), large);
   server.route('DELETE', `${a}/:id/members`, async (req) => ok(await deleteMembers(ctx.db, actorOf(req), id(req), req.json())), auth);

@@ -1,12 +1,13 @@
 // Turns an agent's wire tools (end_call, transfer_call, api_call, ...) into functions for the language model.
-import type { FunctionTool } from '../types.js';
+import type { FunctionTool, TransferOption } from '../types.js';
+import { transferOptionSchema } from './workflow-schema.js';
 
 /** Functions the brain acts on itself instead of handing them to the caller. */
 export interface SystemTools {
   /** Name of the function that ends the call. */
   endCall?: string;
-  /** Function name -> E.164 number it transfers to. */
-  transfers?: Record<string, string>;
+  /** Function name -> the E.164 number it transfers to, and how (cold when no option). */
+  transfers?: Record<string, { number: string; option?: TransferOption }>;
 }
 
 interface WireParameter {
@@ -39,6 +40,13 @@ function parametersSchema(params: unknown): Record<string, unknown> {
   return { type: 'object', properties, ...(required.length ? { required } : {}) };
 }
 
+/** A tool's `transferOption` as the transfer event carries it; none when absent or unreadable (a cold transfer). */
+function transferOptionOf(raw: unknown): { option?: TransferOption } {
+  if (raw === undefined || raw === null) return {};
+  const parsed = transferOptionSchema.safeParse(raw);
+  return parsed.success ? { option: parsed.data as TransferOption } : {};
+}
+
 /** The functions for an agent's enabled tools, and which of them end or transfer the call. */
 export function functionToolsFromAgentTools(tools: Record<string, unknown>[]): { tools: FunctionTool[]; systemTools: SystemTools } {
   const out: FunctionTool[] = [];
@@ -53,7 +61,7 @@ export function functionToolsFromAgentTools(tools: Record<string, unknown>[]): {
         break;
       case 'transfer_call':
         if (typeof t.transferNumber !== 'string') continue;
-        (systemTools.transfers ??= {})[t.name] = t.transferNumber;
+        (systemTools.transfers ??= {})[t.name] = { number: t.transferNumber, ...transferOptionOf(t.transferOption) };
         out.push({ ...base, parameters: NO_ARGUMENTS });
         break;
       case 'api_call':

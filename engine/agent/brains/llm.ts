@@ -241,7 +241,10 @@ export class LlmBrain implements Brain {
   private action(c: PendingCall): BrainEvent {
     const s = this.opts.systemTools;
     if (c.name === s?.endCall) return { type: 'end_call', reason: 'agent_ended_call' };
-    if (s?.transfers && Object.hasOwn(s.transfers, c.name)) return { type: 'transfer', number: s.transfers[c.name]! };
+    if (s?.transfers && Object.hasOwn(s.transfers, c.name)) {
+      const { number, option } = s.transfers[c.name]!;
+      return { type: 'transfer', number, ...(option ? { option } : {}) };
+    }
     return { type: 'tool_call', call: { id: c.id, name: c.name, arguments: c.arguments || '{}' } satisfies ToolCall };
   }
 

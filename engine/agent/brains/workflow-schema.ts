@@ -22,6 +22,21 @@ const compiles = (pattern: string, f: string | undefined): string | null => {
 
 const extractRule = z.object({ variable: variableName, regex: z.string().min(1).max(MAX_TEXT), flags }).passthrough();
 
+/** A warm transfer's handoff line (wire `privateHandoffOption` / `publicHandoffOption`): `prompt` is what is said. */
+const handoff = z.object({ type: z.enum(['prompt', 'static']).optional(), prompt: text.optional() }).passthrough();
+
+/**
+ * A transfer's `transferOption` (wire): cold (REFER, or a bridged second call) or warm (the target is called first and
+ * hears the private handoff). Shared by the workflow transfer node and the `transfer_call` tool.
+ */
+export const transferOptionSchema = z
+  .object({
+    type: z.enum(['cold_transfer', 'warm_transfer']).default('cold_transfer'),
+    privateHandoffOption: handoff.optional(),
+    publicHandoffOption: handoff.optional(),
+  })
+  .passthrough();
+
 const node = z
   .object({
     id,
@@ -31,6 +46,8 @@ const node = z
     set: z.record(variableName, z.union([z.string().max(MAX_TEXT), z.number(), z.boolean()])).optional(),
     noMatchText: text.optional(),
     transferNumber: z.string().regex(E164, 'must be an E.164 number').optional(),
+    /** Transfer nodes: how (cold by default). */
+    transferOption: transferOptionSchema.optional(),
   })
   .passthrough();
 

@@ -9,7 +9,9 @@
 //         "set": { "stage": "greeting" },             // variables set on arrival
 //         "noMatchText": "Sorry, ..." },              // said when no edge matches (then the text again)
 //       { "id": "bye", "type": "end_call", "text": "Goodbye." },
-//       { "id": "agent", "type": "transfer", "text": "Transferring you now.", "transferNumber": "+15550100" } ],
+//       { "id": "agent", "type": "transfer", "text": "Transferring you now.", "transferNumber": "+15550100",
+//         "transferOption": { "type": "warm_transfer",  // optional; cold_transfer by default
+//                             "privateHandoffOption": { "type": "static", "prompt": "A caller about billing." } } } ],
 //     "edges": [                                      // evaluated in order per node; first match wins
 //       { "from": "greet", "to": "bye", "condition": { "type": "keyword", "keywords": ["bye", "no thanks"] } },
 //       { "from": "greet", "to": "x", "condition": { "type": "regex", "pattern": "\\border\\b", "flags": "i" } },
@@ -21,7 +23,9 @@
 // those keys (or any keypress without `digits`); extraction rules see the same text, so `(\d+)` captures the digits.
 // Extraction stores the first capture group that matched (or the whole match); per variable the first matching rule wins.
 // end_call and transfer nodes are terminal: their text is followed by an end_call/transfer event, then replies yield nothing.
-import type { Brain, BrainContext, BrainEvent, ChatMessage, Vars } from '../types.js';
+// A transfer can be refused (a call type or line that cannot transfer): a transfer node with edges out of it is then
+// where the conversation goes on, from those edges; without edges it stays terminal.
+import type { Brain, BrainContext, BrainEvent, ChatMessage, TransferOption, Vars } from '../types.js';
 import { renderTemplate } from '../variables.js';
 import { pressedKeys } from '../keypad.js';
 import { parseWorkflowGraph, type WorkflowEdge, type WorkflowGraph, type WorkflowNode } from './workflow-schema.js';
@@ -119,11 +123,11 @@ export class WorkflowBrain implements Brain {
 
   /** Speaks a node's text (or `override`), then its terminal event. */
   private async *arrive(node: WorkflowNode, override: string | undefined, ctx: BrainContext): AsyncGenerator<BrainEvent> {
-    if (node.type !== 'say') this.ended = true;
+    if (node.type === 'end_call' || (node.type === 'transfer' && !this.graph.edges.some((e) => e.from === node.id))) this.ended = true;
     yield* this.say(override ?? renderTemplate(node.text ?? '', ctx.variables).trim(), ctx);
     if (ctx.signal.aborted) return;
     if (node.type === 'end_call') yield { type: 'end_call', reason: 'workflow_end' };
-    else if (node.type === 'transfer') yield { type: 'transfer', number: node.transferNumber! };
+    else if (node.type === 'transfer') yield { type: 'transfer', number: node.transferNumber!, ...(node.transferOption ? { option: node.transferOption as TransferOption } : {}) };
   }
 
   private async *say(text: string, ctx: BrainContext): AsyncGenerator<BrainEvent> {

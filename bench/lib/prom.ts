@@ -1,0 +1,106 @@
+// Reading the server's /metrics in benches: Prometheus histograms by one label, differenced between two scrapes,
+// and quantiles read from the buckets (as Prometheus' histogram_quantile); the machine's CPU from /proc/stat.
+import { readFileSync } from 'node:fs';
+
+export interface Histogram {
+  /** Cumulative counts by upper bound, ascending, +Inf last. */
+  buckets: { le: number; count: number }[];
+  sum: number;
+  count: number;
+}
+
+const LINE = /^(\w+)(?:\{([^}]*)\})? (\S+)$/;
+
+function labelsOf(raw: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const m of (raw ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) out[m[1] as string] = m[2] as string;
+  return out;
+}
+
+/** The histogram `name` in Prometheus text, one per value of `label` (other labels summed). */
+export function parseHistograms(text: string, name: string, label: string): Map<string, Histogram> {
+  const out = new Map<string, Histogram>();
+  const get = (key: string) => {
+    let h = out.get(key);
+    if (!h) out.set(key, (h = { buckets: [], sum: 0, count: 0 }));
+    return h;
+  };
+  for (const line of text.split('\n')) {
+    const m = LINE.exec(line);
+    if (!m || !m[1]?.startsWith(name)) continue;
+    const suffix = m[1].slice(name.length);
+    const labels = labelsOf(m[2]);
+    const key = labels[label] ?? '';
+    const value = Number(m[3]);
+    if (suffix === '_sum') get(key).sum += value;
+    else if (suffix === '_count') get(key).count += value;
+    else if (suffix === '_bucket') {
+      const le = labels.le === '+Inf' ? Infinity : Number(labels.le);
+      const h = get(key);
+      const b = h.buckets.find((x) => x.le === le);
+      if (b) b.count += value;
+      else h.buckets.push({ le, count: value });
+    }
+  }
+  for (const h of out.values()) h.buckets.sort((a, b) => a.le - b.le);
+  return out;
+}
+
+/** after - before, per label value (what was observed between two scrapes of the same server). */
+export function diffHistograms(after: Map<string, Histogram>, before: Map<string, Histogram>): Map<string, Histogram> {
+  const out = new Map<string, Histogram>();
+  for (const [key, a] of after) {
+    const b = before.get(key);
+    const count = a.count - (b?.count ?? 0);
+    if (count <= 0) continue;
+    out.set(key, {
+      buckets: a.buckets.map((x) => ({ le: x.le, count: x.count - (b?.buckets.find((y) => y.le === x.le)?.count ?? 0) })),
+      sum: a.sum - (b?.sum ?? 0),
+      count,
+    });
+  }
+  return out;
+}
+
+/**
+ * The q-quantile (0..1) by linear interpolation inside the bucket it falls in (Prometheus' histogram_quantile);
+ * in the +Inf bucket, the largest finite bound. NaN for an empty histogram.
+ */
+export function histogramQuantile(h: Histogram | undefined, q: number): number {
+  if (!h || h.count <= 0) return NaN;
+  const rank = q * h.count;
+  let lower = 0;
+  let below = 0;
+  for (const b of h.buckets) {
+    if (b.count >= rank) {
+      if (!Number.isFinite(b.le)) return lower;
+      const inBucket = b.count - below;
+      return inBucket > 0 ? lower + ((b.le - lower) * (rank - below)) / inBucket : b.le;
+    }
+    lower = b.le;
+    below = b.count;
+  }
+  return lower;
+}
+
+/** The machine's CPU jiffies so far (the `cpu` line of /proc/stat): all, and idle + iowait. */
+export function machineJiffies(): { total: number; idle: number } {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n').find((l) => l.startsWith('cpu ')) ?? '';
+    // user nice system idle iowait irq softirq steal (guest time is already inside user and nice)
+    const f = line.trim().split(/\s+/).slice(1, 9).map(Number);
+    return { total: f.reduce((a, x) => a + x, 0), idle: (f[3] ?? 0) + (f[4] ?? 0) };
+  } catch {
+    return { total: NaN, idle: NaN };
+  }
+}
+
+/** Starts measuring; the returned function gives the machine's busy share since then, % of all its CPUs. */
+export function machineCpuMeter(): () => number {
+  const a = machineJiffies();
+  return () => {
+    const b = machineJiffies();
+    const total = b.total - a.total;
+    return total > 0 ? ((total - (b.idle - a.idle)) / total) * 100 : NaN;
+  };
+}

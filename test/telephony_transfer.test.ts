@@ -1,0 +1,258 @@
+// Transfers of phone calls against real peers: a baresip caller following our REFER to a baresip target (the target
+// hears the caller), the bridged fallback when the caller refuses REFER (a second call from the transfer source's
+// trunk, the caller's audio reaching the target, one side's BYE ending the other), a warm transfer (the target hears
+// the agent's handoff, then the caller; a busy target is told to the caller), and an inbound call without a transfer
+// source (refused, the call goes on).
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { sleep, testDialects, type TestServer } from './support/server.js';
+import { baresipCall, callerScript, killBaresips, type BaresipOptions } from './support/baresip.js';
+import { baresipCallee, killCallees, startSippCarrier } from './support/sip-callee.js';
+import { freePort, killPeers, STACK_HOST } from './support/sip-peers.js';
+import { endedCall } from './support/agent-client.js';
+import { answeredTrunk, peerRtpPorts, sipServerForSuite, transcribe, workflowAgent } from './support/phone-server.js';
+import { ASTERISK_SOUNDS_DIR } from '../bench/lib/asterisk-corpus.js';
+
+const A = '/atoms/v1';
+const HELLO = `${ASTERISK_SOUNDS_DIR}/hello-world.wav`;
+/** "Goodbye. Thank you for trying out the Asterisk Open Source PBX." */
+const THANKS = `${ASTERISK_SOUNDS_DIR}/demo-thanks.wav`;
+
+afterEach(() => {
+  killBaresips();
+  killCallees();
+  killPeers();
+});
+
+/** What the agents say before they transfer. */
+const HOLD_ON = 'Please hold on, I will transfer your call now.';
+
+/** A workflow agent that says HOLD_ON and transfers to `number` at once (the opening turn), answering inbound `trunkNumber`. */
+async function transferringAgent(server: TestServer, trunkNumber: string, number: string, transferOption?: Record<string, unknown>): Promise<string> {
+  const agentId = await workflowAgent(server, {
+    nodes: [{ id: 'hand', type: 'transfer', text: HOLD_ON, transferNumber: number, ...(transferOption ? { transferOption } : {}) }],
+    edges: [],
+  });
+  await answeredTrunk(server, agentId, { numbers: [trunkNumber] });
+  return agentId;
+}
+
+/** An outbound trunk to a peer on 127.0.0.1:`port` dialing from `number`, set as the agent's transfer source. */
+async function transferSource(server: TestServer, agentId: string, port: number, number: string): Promise<string> {
+  const trunk = await server.request('POST', `${A}/sip-trunk/outbound`, { body: { name: 'Transfers out', address: `127.0.0.1:${port}`, numbers: [number] } });
+  expect(trunk.status, trunk.text).toBe(201);
+  const put = await server.request('PUT', `${A}/agent/${agentId}/transfer-source`, { body: { fromNumber: number } });
+  expect(put.status, put.text).toBe(200);
+  return trunk.body.data._id as string;
+}
+
+/** baresip calls `number` at our server, saying what `script` holds. */
+async function dial(server: TestServer, number: string, script: string, timeoutS: number, extra: Partial<BaresipOptions> = {}) {
+  return baresipCall({
+    target: `sip:${number.replace('+', '')}@${STACK_HOST}:${server.sipPort}`,
+    wav: script,
+    sipPort: await freePort(),
+    rtpPorts: peerRtpPorts(),
+    timeoutS,
+    ...extra,
+  });
+}
+
+/** A WAV holding `wav` from `from` seconds (to `to` seconds, or its end). */
+function span(wav: string, from: number, to?: number): string {
+  const out = path.join(mkdtempSync(path.join(tmpdir(), 'parley-span-')), 'span.wav');
+  execFileSync('sox', [wav, out, 'trim', String(from), ...(to === undefined ? [] : [`=${to}`])]);
+  return out;
+}
+
+/** The one phone call an agent took, once its record is written. */
+async function callOf(server: TestServer, agentId: string): Promise<any> {
+  for (let i = 0; i < 100; i++) {
+    const list = await server.request('GET', `${A}/conversation?callTypes=telephony_inbound&agentIds=${agentId}`);
+    expect(list.status, list.text).toBe(200);
+    if (list.body.data.logs.length) {
+      expect(list.body.data.logs).toHaveLength(1);
+      return endedCall(server, list.body.data.logs[0].callId);
+    }
+    await sleep(100);
+  }
+  throw new Error(`agent ${agentId} took no call`);
+}
+
+describe.each(testDialects())('call transfers, on %s', (dialect) => {
+  const suite = sipServerForSuite(dialect);
+
+  it('checks transferOption on the transfer_call tool and the workflow transfer node; an absent one is a cold transfer', async () => {
+    const server = suite.server;
+    const tool = (extra: Record<string, unknown>) => ({ type: 'transfer_call', name: 'to_desk', description: 'Transfer to the desk', transferNumber: '+15550500000', ...extra });
+    const create = (body: Record<string, unknown>) => server.request('POST', `${A}/agent`, { body: { name: 'Transfers', ...body } });
+    for (const extra of [{}, { transferOption: { type: 'cold_transfer' } }, { transferOption: { type: 'warm_transfer', privateHandoffOption: { type: 'static', prompt: 'A caller for you.' } } }]) {
+      const ok = await create({ workflowType: 'single_prompt', prompt: 'Help the caller.', tools: [tool(extra)] });
+      expect(ok.status, ok.text).toBe(201);
+    }
+    const bad = await create({ workflowType: 'single_prompt', prompt: 'Help the caller.', tools: [tool({ transferOption: { type: 'blind_transfer' } })] });
+    expect(bad.status, bad.text).toBe(400);
+    expect(bad.text).toMatch(/tools\.0\.transferOption\.type/);
+    const node = { id: 'hand', type: 'transfer', text: 'One moment.', transferNumber: '+15550500000' };
+    const badNode = await create({ workflowType: 'workflow_graph', workflowGraph: { nodes: [{ ...node, transferOption: { type: 'warm_transfer', privateHandoffOption: { prompt: 7 } } }] } });
+    expect(badNode.status, badNode.text).toBe(400);
+    expect(badNode.text).toMatch(/nodes\.0\.transferOption\.privateHandoffOption\.prompt/);
+  });
+
+  it('cold transfer by REFER: the baresip caller follows it to the baresip target, which hears the caller; our call ends transferred', async () => {
+    const server = suite.server;
+    const target = await baresipCallee({ user: '+15550500001', timeoutS: 40 });
+    const agentId = await transferringAgent(server, '+15550400101', '+15550500001');
+    await transferSource(server, agentId, target.port, '+15550200101');
+    try {
+      // The caller waits out the agent's line and the transfer, then says hello (to whoever is on the line then).
+      const result = await dial(server, '+15550400101', callerScript([{ silence: 5 }, { wav: HELLO }, { silence: 1 }]), 20);
+      expect(result.established, result.log).toBe(true);
+      // It was told to call the target at the transfer source trunk's address.
+      expect(result.log).toMatch(new RegExp(`transferring call \\S+ to '<sip:\\+15550500001@127\\.0\\.0\\.1:${target.port}>'`));
+      await target.established;
+      // Our BYE ended the first call as soon as the caller's NOTIFY said the target answered (not after the 5 s wait).
+      const first = new RegExp(`Call with sip:15550400101@${STACK_HOST.replace(/\./g, '\\.')}:\\d+ terminated \\(duration: (\\d+) secs?\\)`).exec(result.log);
+      expect(Number(first?.[1]), result.log).toBeLessThan(7);
+      expect(result.log).toMatch(/sip:15550400101@\S+: session closed: Connection reset by peer/);
+      const call = await callOf(server, agentId);
+      expect(call).toMatchObject({ type: 'telephony_inbound', status: 'completed', endReason: 'transferred' });
+      expect(call.transcript).toMatchObject([{ role: 'agent', content: HOLD_ON }]);
+      // The caller heard the agent before it moved on.
+      expect(await transcribe(server, result.heard as string)).toMatch(/transfer your call/);
+      expect(await transcribe(server, await target.recording())).toMatch(/hello world/);
+    } finally {
+      await target.stop();
+    }
+  }, 60_000);
+
+  it('bridged fallback: a caller refusing REFER is joined to a second call from the transfer source trunk; each hears the other, and the target hanging up ends the caller', async () => {
+    const server = suite.server;
+    // The target answers, says its line after 3 s, and hangs up when it is said.
+    const target = await baresipCallee({ user: '+15550500003', wav: callerScript([{ silence: 3 }, { wav: THANKS }]), hangUpAfterWav: true, timeoutS: 40 });
+    const agentId = await transferringAgent(server, '+15550400103', '+15550500003');
+    await transferSource(server, agentId, target.port, '+15550200103');
+    try {
+      const result = await dial(server, '+15550400103', callerScript([{ silence: 5 }, { wav: HELLO }, { silence: 14 }]), 20, { accountParams: ['call_transfer=no'] });
+      expect(result.established, result.log).toBe(true);
+      expect(result.log).not.toMatch(/transferring call/);
+      // Our REFER was sent and refused by the caller.
+      const refused = await server.waitForLog(/"to":"\+15550500003".*REFER refused/);
+      expect(refused).toMatch(/"status":[4-6]\d\d\b/);
+      // Our BYE ended the caller once the target hung up (about 9 s after it answered), long before its microphone
+      // ran out (20 s).
+      const duration = Number(/terminated \(duration: (\d+) secs?\)/.exec(result.log)?.[1]);
+      expect(duration, result.log).toBeLessThan(16);
+      await target.established;
+      // The second call came from the transfer source's number.
+      expect(target.log()).toMatch(/\+15550200103@/);
+      const call = await callOf(server, agentId);
+      expect(call).toMatchObject({ status: 'completed', endReason: 'transferred' });
+      expect(await transcribe(server, await target.recording())).toMatch(/hello world/);
+      // The caller heard the agent, then the target (apart: a long silence between the two can end recognition early).
+      expect(await transcribe(server, span(result.heard as string, 0, 5))).toMatch(/transfer your call/);
+      expect(await transcribe(server, span(result.heard as string, 5))).toMatch(/thank you for trying/);
+    } finally {
+      await target.stop();
+    }
+  }, 60_000);
+
+  it('warm transfer: the target is called first and hears the agent\'s private handoff, then both hear the public one, then the target hears the caller; no REFER is sent', async () => {
+    const server = suite.server;
+    const target = await baresipCallee({ user: '+15550500004', timeoutS: 40 });
+    const agentId = await transferringAgent(server, '+15550400104', '+15550500004', {
+      type: 'warm_transfer',
+      privateHandoffOption: { type: 'static', prompt: 'You have a caller from the help line.' },
+      publicHandoffOption: { type: 'static', prompt: 'You are now connected.' },
+    });
+    await transferSource(server, agentId, target.port, '+15550200104');
+    try {
+      // The caller says hello once the handoff has been said, then hangs up: that ends the target's call too.
+      const result = await dial(server, '+15550400104', callerScript([{ silence: 10 }, { wav: HELLO }, { silence: 1 }]), 25);
+      expect(result.established, result.log).toBe(true);
+      expect(result.log).not.toMatch(/transferring call/);
+      await target.established;
+      await target.exited;
+      const call = await callOf(server, agentId);
+      expect(call).toMatchObject({ status: 'completed', endReason: 'transferred' });
+      expect(await transcribe(server, await target.recording())).toMatch(/you have a \w+ from the \w+ line\b.*\bnow connected\b.*\bhello world/);
+      // The caller heard the agent's line and the public handoff, not the private one.
+      expect(await transcribe(server, span(result.heard as string, 0, 4.5))).toMatch(/transfer your call/);
+      const later = await transcribe(server, span(result.heard as string, 4.5));
+      expect(later).toMatch(/now connected/);
+      expect(later).not.toMatch(/help line/);
+    } finally {
+      await target.stop();
+    }
+  }, 60_000);
+
+  it('warm transfer to a busy target (486): the agent tells the caller, and the call goes on', async () => {
+    const server = suite.server;
+    const carrier = await startSippCarrier({ answer: 486, timeoutS: 30 });
+    const agentId = await transferringAgent(server, '+15550400105', '+15550500005', { type: 'warm_transfer' });
+    await transferSource(server, agentId, carrier.port, '+15550200105');
+    try {
+      const result = await dial(server, '+15550400105', callerScript([{ silence: 11 }]), 17);
+      expect(result.established, result.log).toBe(true);
+      expect(result.log).not.toMatch(/Connection reset by peer/);
+      // The second call went out through the transfer source's trunk, from its number.
+      expect(carrier.arrivals()).toMatchObject([{ from: '+15550200105', to: '+15550500005' }]);
+      const call = await callOf(server, agentId);
+      expect(call).toMatchObject({ status: 'completed', endReason: 'caller_hangup' });
+      expect(call.transcript.map((t: { content: string }) => t.content)).toEqual([HOLD_ON, "I'm sorry, that line is busy. I'm still here to help."]);
+      expect(await transcribe(server, result.heard as string)).toMatch(/that line is busy/);
+    } finally {
+      await carrier.stop();
+    }
+  }, 40_000);
+
+  it('an outbound call whose agent has no transfer source transfers from its own line: the second call leaves through its trunk, from its fromNumber', async () => {
+    const server = suite.server;
+    // Both calls are answered at the carrier and hung up by it 6 s later: the callee's BYE ends the bridge.
+    const carrier = await startSippCarrier({ answer: 'ok', holdMs: 6000, timeoutS: 40 });
+    const agentId = await workflowAgent(server, {
+      nodes: [{ id: 'hand', type: 'transfer', text: HOLD_ON, transferNumber: '+15550500006', transferOption: { type: 'warm_transfer' } }],
+      edges: [],
+    });
+    const trunk = await server.request('POST', `${A}/sip-trunk/outbound`, { body: { name: 'Own line', address: `127.0.0.1:${carrier.port}`, numbers: ['+15550200106'] } });
+    expect(trunk.status, trunk.text).toBe(201);
+    try {
+      const res = await server.request('POST', `${A}/conversation/outbound`, { body: { agentId, phoneNumber: '+15550300106', fromNumber: '+15550200106' } });
+      expect(res.status, res.text).toBe(200);
+      const callId = res.body.data.conversationId as string;
+      let record: any;
+      for (let i = 0; i < 200 && !['completed', 'failed', 'no_answer', 'cancelled'].includes(record?.status); i++) {
+        await sleep(100);
+        record = (await server.request('GET', `${A}/conversation/${callId}`)).body.data;
+      }
+      expect(record).toMatchObject({ type: 'telephony_outbound', status: 'completed', endReason: 'transferred' });
+      expect(carrier.arrivals()).toMatchObject([
+        { from: '+15550200106', to: '+15550300106' },
+        { from: '+15550200106', to: '+15550500006' },
+      ]);
+      // Both calls went through to their BYE (the target's from our side once the callee hung up).
+      const done = await Promise.race([carrier.done, sleep(10_000).then(() => null)]);
+      expect(done ?? (await carrier.stop())).toMatchObject({ successful: 2, failed: 0 });
+    } finally {
+      await carrier.stop();
+      expect((await server.request('DELETE', `${A}/sip-trunk/${trunk.body.data._id}`)).status).toBe(200);
+    }
+  }, 40_000);
+
+  it('an inbound call whose agent has no transfer source: the transfer is refused, the agent says so, and the call goes on', async () => {
+    const server = suite.server;
+    const agentId = await transferringAgent(server, '+15550400102', '+15550500002');
+    const result = await dial(server, '+15550400102', callerScript([{ silence: 12 }]), 20);
+    expect(result.established, result.log).toBe(true);
+    // The caller hung up when its microphone ran out, not us.
+    expect(result.log).not.toMatch(/Connection reset by peer/);
+    expect(result.log).not.toMatch(/transferring call/);
+    const call = await callOf(server, agentId);
+    expect(call).toMatchObject({ status: 'completed', endReason: 'caller_hangup' });
+    expect(call.transcript.map((t: { content: string }) => t.content)).toEqual([HOLD_ON, "I'm sorry, I can't transfer this call. I'm still here to help."]);
+    expect(await transcribe(server, result.heard as string)).toMatch(/transfer your call\b.*\bcan'?t transfer this call/);
+  }, 40_000);
+});
