@@ -33,7 +33,10 @@
 // Env: BENCH_LEVELS (voice, default 1,2,4,6,8,12,16,24,32,48,64), BENCH_TURNS (per voice caller, 4),
 // BENCH_CHAT_LEVELS (default 1,2,4,8,16,32,64,128; "" skips), BENCH_CHAT_TURNS (5), BENCH_PAUSE_MS (1000),
 // BENCH_STAGGER_MS (2000), BENCH_JITTER_MS (200), BENCH_E2E_P95_LIMIT_MS (1500), BENCH_CHAT_P95_LIMIT_MS (100),
-// BENCH_BUDGET_S (420: no new voice level starts after this many seconds), BENCH_REFINE (2).
+// BENCH_BUDGET_S (420: no new voice level starts after this many seconds), BENCH_REFINE (2), BENCH_ALL_LEVELS (1: run
+// every level even after one falls behind, no bisection), BENCH_CAPPED (1: the server keeps its default session caps,
+// PARLEY_MAX_SPEECH_SESSIONS and the rest, instead of the bench lifting them; a caller refused with 503 before the
+// upgrade is counted as refused, not failed, and a level is judged on the sessions admitted: issue 15 point 4).
 import { intEnv, stopAndCollectProblems, UNCAPPED_SESSIONS } from './lib/harness.js';
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -42,7 +45,7 @@ import { performance } from 'node:perf_hooks';
 import { AgentCaller, connectUrl, endedCall, speech, type Frame } from '../test/support/agent-client.js';
 import { ROOT, freshStore, startServer, type StoreEnv, type TestServer } from '../test/support/server.js';
 import { printTable, resultPath, quantile, procCpuSeconds } from './lib/report.js';
-import { diffHistograms, histogramQuantile, machineCpuMeter, parseHistograms, type Histogram } from './lib/prom.js';
+import { diffHistograms, histogramQuantile, machineCpuMeter, parseCounters, parseHistograms, type Histogram } from './lib/prom.js';
 import { INFERENCE_KINDS } from '../engine/models/queue.js';
 import { CALLER_SENTENCES, GRAPH, OPENING, closeCaller, createBenchAgent, isAssistantFinal, speechEndSamples } from './lib/voice-agent.js';
 import type { TurnMetrics } from '../engine/agent/session.js';
@@ -51,7 +54,11 @@ const A = '/atoms/v1';
 const RATE = 16000;
 const GOAL_OVERHEAD_P95_MS = 20;
 const GOAL_E2E_P50_MS = 600;
-const SERVER_ENV = { ...UNCAPPED_SESSIONS, PARLEY_WARM_MODELS: 'true', PARLEY_RATE_LIMIT_PER_MINUTE: '1000000', PARLEY_INFERENCE_QUEUE: '64' };
+const CAPPED = process.env.BENCH_CAPPED === '1';
+const ALL_LEVELS = process.env.BENCH_ALL_LEVELS === '1';
+// Capped: the server-wide caps stay at their defaults; the per-key ones are lifted (every caller here uses one key).
+const CAPS = CAPPED ? { PARLEY_MAX_SPEECH_SESSIONS_PER_KEY: UNCAPPED_SESSIONS.PARLEY_MAX_SPEECH_SESSIONS_PER_KEY, PARLEY_MAX_CHAT_SESSIONS_PER_KEY: UNCAPPED_SESSIONS.PARLEY_MAX_CHAT_SESSIONS_PER_KEY } : UNCAPPED_SESSIONS;
+const SERVER_ENV = { ...CAPS, PARLEY_WARM_MODELS: 'true', PARLEY_RATE_LIMIT_PER_MINUTE: '1000000', PARLEY_INFERENCE_QUEUE: '64' };
 
 function levelsEnv(name: string, dflt: number[]): number[] {
   const raw = process.env[name];
@@ -115,11 +122,19 @@ interface InferenceKindRow {
   runP95Ms: number;
   waitTotalS: number;
   runTotalS: number;
+  /** Jobs dropped while waiting (a newer result made them useless) and refused (queue full). */
+  dropped: number;
+  refused: number;
 }
 
-async function inferenceScrape(server: TestServer): Promise<{ wait: Map<string, Histogram>; run: Map<string, Histogram> }> {
+async function inferenceScrape(server: TestServer) {
   const text = (await server.request('GET', '/metrics', { key: null })).text;
-  return { wait: parseHistograms(text, 'parley_inference_wait_seconds', 'kind'), run: parseHistograms(text, 'parley_inference_run_seconds', 'kind') };
+  return {
+    wait: parseHistograms(text, 'parley_inference_wait_seconds', 'kind'),
+    run: parseHistograms(text, 'parley_inference_run_seconds', 'kind'),
+    dropped: parseCounters(text, 'parley_inference_dropped_total', 'kind'),
+    refused: parseCounters(text, 'parley_inference_refused_total', 'kind'),
+  };
 }
 
 /** Starts measuring the server's inference queue; the returned function gives what ran since, per job kind. */
@@ -134,15 +149,19 @@ async function inferenceMeter(server: TestServer): Promise<() => Promise<Record<
     for (const kind of [...INFERENCE_KINDS, ...[...run.keys()].filter((k) => !(INFERENCE_KINDS as readonly string[]).includes(k))]) {
       const w = wait.get(kind);
       const r = run.get(kind);
-      if (!r) continue;
+      const dropped = (after.dropped.get(kind) ?? 0) - (before.dropped.get(kind) ?? 0);
+      const refused = (after.refused.get(kind) ?? 0) - (before.refused.get(kind) ?? 0);
+      if (!r && !dropped && !refused) continue;
       out[kind] = {
-        jobs: r.count,
+        jobs: r?.count ?? 0,
         waitP50Ms: ms(w, 0.5),
         waitP95Ms: ms(w, 0.95),
         runP50Ms: ms(r, 0.5),
         runP95Ms: ms(r, 0.95),
         waitTotalS: Math.round((w?.sum ?? 0) * 1000) / 1000,
-        runTotalS: Math.round(r.sum * 1000) / 1000,
+        runTotalS: Math.round((r?.sum ?? 0) * 1000) / 1000,
+        dropped,
+        refused,
       };
     }
     return out;
@@ -194,6 +213,8 @@ interface VoiceSession {
   userTurns: number;
   errorFrames: string[];
   error?: string;
+  /** Refused before the upgrade with 503 (the server's session cap; BENCH_CAPPED). */
+  refused?: boolean;
 }
 
 /** Splits the frames into agent turns (agent_start_talking .. agent_stop_talking) and checks their pacing. */
@@ -263,7 +284,9 @@ async function voiceCaller(server: TestServer, agentId: string, speechSet: Speec
       if (k < turns - 1) await sleep(PAUSE_MS);
     }
   } catch (err) {
-    out.error = err instanceof Error ? err.message : String(err);
+    const message = err instanceof Error ? err.message : String(err);
+    if (CAPPED && out.callId === null && /HTTP 503/.test(message)) out.refused = true;
+    else out.error = message;
   } finally {
     await closeCaller(c);
   }
@@ -286,6 +309,8 @@ interface VoiceRow {
   sessions: number;
   turns: number;
   failedSessions: number;
+  /** Callers refused with 503 at the server's session cap (BENCH_CAPPED). */
+  refusedSessions: number;
   e2eP50Ms: number;
   e2eP95Ms: number;
   clientE2eP50Ms: number;
@@ -331,6 +356,7 @@ async function voiceLevel(server: TestServer, agentId: string, speechSet: Speech
   const m = sessions.flatMap((s) => s.metrics);
   const pace = sessions.flatMap((s) => s.pacing);
   const failed = sessions.filter((s) => s.error);
+  const refused = sessions.filter((s) => s.refused).length;
   const e2e = nums(m.map((x) => x.e2eMs));
   const overhead = nums(m.map((x) => x.engineOverheadMs));
   const underrunTurns = pace.filter((p) => p.underrun).length;
@@ -338,6 +364,7 @@ async function voiceLevel(server: TestServer, agentId: string, speechSet: Speech
     sessions: n,
     turns: m.length,
     failedSessions: failed.length,
+    refusedSessions: refused,
     e2eP50Ms: r1(quantile(e2e, 0.5)),
     e2eP95Ms: r1(quantile(e2e, 0.95)),
     clientE2eP50Ms: r1(quantile(sessions.flatMap((s) => s.clientE2eMs), 0.5)),
@@ -370,7 +397,7 @@ async function voiceLevel(server: TestServer, agentId: string, speechSet: Speech
     errors: [...new Set(failed.map((s) => `#${s.index}: ${s.error}`).concat(sessions.flatMap((s) => s.errorFrames.map((e) => `#${s.index} error frame ${e}`))))].slice(0, 10),
   };
   if (failed.length) row.why.push(`${failed.length} session(s) failed`);
-  if (row.turns < n * turns) row.why.push(`${n * turns - row.turns} turn(s) without metrics`);
+  if (row.turns < (n - refused) * turns) row.why.push(`${(n - refused) * turns - row.turns} turn(s) without metrics`);
   if (underrunTurns > 0 && underrunTurns / Math.max(1, pace.length) >= 0.01) row.why.push(`${underrunTurns} underrun turn(s)`);
   if (!(row.e2eP95Ms <= E2E_P95_LIMIT_MS)) row.why.push(`e2e p95 ${fmt(row.e2eP95Ms)} > ${E2E_P95_LIMIT_MS} ms`);
   row.keepsUp = row.why.length === 0;
@@ -504,7 +531,7 @@ try {
     const { row, sessions } = await voiceLevel(s, agentId, speechSet, n, TURNS);
     voiceRows.push(row);
     voiceDetail[String(n)] = sessions;
-    log(`  e2e p50 ${fmt(row.e2eP50Ms)} p95 ${fmt(row.e2eP95Ms)} ms, overhead p95 ${fmt(row.overheadP95Ms, 1)} ms, underruns ${row.underrunTurns}/${row.agentTurns}, server CPU ${fmt(row.serverCpuPct)}%, machine CPU ${fmt(row.machineCpuPct)}%, inference waiting ${fmt(row.inferenceWaitSharePct)}%: ${row.keepsUp ? 'keeps up' : `falls behind (${row.why.join('; ')})`}`);
+    log(`  ${row.refusedSessions ? `${row.refusedSessions} refused (503), ` : ''}e2e p50 ${fmt(row.e2eP50Ms)} p95 ${fmt(row.e2eP95Ms)} ms, overhead p95 ${fmt(row.overheadP95Ms, 1)} ms, underruns ${row.underrunTurns}/${row.agentTurns}, server CPU ${fmt(row.serverCpuPct)}%, machine CPU ${fmt(row.machineCpuPct)}%, inference waiting ${fmt(row.inferenceWaitSharePct)}%: ${row.keepsUp ? 'keeps up' : `falls behind (${row.why.join('; ')})`}`);
     return row;
   };
   const overBudget = (n: number) => {
@@ -518,6 +545,7 @@ try {
   for (const n of LEVELS) {
     if (overBudget(n)) break;
     if ((await runVoice(n)).keepsUp) good = n;
+    else if (ALL_LEVELS) bad ||= n;
     else {
       bad = n;
       voiceStop = `level ${n} did not keep up`;
@@ -525,7 +553,7 @@ try {
     }
   }
   // Bisection between the last good and the first failing level.
-  for (let step = 0; bad && step < REFINE && bad - good > 1; step++) {
+  for (let step = 0; bad && !ALL_LEVELS && step < REFINE && bad - good > 1; step++) {
     const mid = Math.floor((good + bad) / 2);
     if (overBudget(mid)) break;
     if ((await runVoice(mid)).keepsUp) good = mid;
@@ -571,9 +599,10 @@ console.log(
 
 printTable(
   'Voice (webcall, 16 kHz): engine per-turn metrics (ms) from the call records, client e2e and output pacing measured by the callers',
-  ['sessions', 'turns', 'e2e p50', 'e2e p95', 'x c=1', 'client e2e p50', 'eou p50', 'recog p50', 'recog p95', 'brain tok p50', 'tts 1st p50', 'tts 1st p95', 'ovh p50', 'ovh p95', 'ovh max', 'underrun turns', 'max deficit', 'span/audio', 'srv CPU', 'cli CPU', 'machine CPU', 'keeps up'],
+  ['sessions', 'refused', 'turns', 'e2e p50', 'e2e p95', 'x c=1', 'client e2e p50', 'eou p50', 'recog p50', 'recog p95', 'brain tok p50', 'tts 1st p50', 'tts 1st p95', 'ovh p50', 'ovh p95', 'ovh max', 'underrun turns', 'max deficit', 'span/audio', 'srv CPU', 'cli CPU', 'machine CPU', 'keeps up'],
   voiceRows.map((r) => [
     String(r.sessions),
+    String(r.refusedSessions),
     String(r.turns),
     fmt(r.e2eP50Ms),
     fmt(r.e2eP95Ms),
@@ -600,12 +629,14 @@ printTable(
 );
 printTable(
   `Voice: where inference time goes, per level and job kind (ms; server histograms differenced over the level, quantiles to within a bucket); machine CPU = whole ${os.cpus().length}-CPU machine busy`,
-  ['sessions', 'kind', 'jobs', 'wait p50', 'wait p95', 'run p50', 'run p95', 'wait s', 'run s', 'waiting', 'e2e p50', 'e2e p95', 'srv CPU', 'machine CPU'],
+  ['sessions', 'kind', 'jobs', 'dropped', 'refused', 'wait p50', 'wait p95', 'run p50', 'run p95', 'wait s', 'run s', 'waiting', 'e2e p50', 'e2e p95', 'srv CPU', 'machine CPU'],
   voiceRows.flatMap((r) =>
     Object.entries(r.inference).map(([kind, k], i) => [
       i === 0 ? String(r.sessions) : '',
       kind,
       String(k.jobs),
+      String(k.dropped),
+      String(k.refused),
       bucketMs(k.waitP50Ms),
       bucketMs(k.waitP95Ms),
       bucketMs(k.runP50Ms),
@@ -695,6 +726,8 @@ const result = {
     chatP95LimitMs: CHAT_P95_LIMIT_MS,
     budgetS: BUDGET_S,
     refineSteps: REFINE,
+    capped: CAPPED,
+    allLevels: ALL_LEVELS,
     sampleRate: RATE,
     serverEnv: SERVER_ENV,
     agent: { workflowGraph: GRAPH, firstMessage: OPENING },

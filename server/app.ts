@@ -19,6 +19,11 @@ import { sttLiveSockets } from '../transports/ws/stt-live.js';
 import { s2sSocket } from '../transports/ws/s2s.js';
 import path from 'node:path';
 import { systemRoutes } from '../transports/routes/system.js';
+import { referenceRoutes } from '../transports/routes/reference.js';
+import type { RouteRecord } from '../transports/http/types.js';
+import { sessionRoutes } from '../transports/routes/session.js';
+import { BrowserSessions, SignInLimiter } from '../control-plane/auth/sessions.js';
+import { buildConsole, consoleRoutes } from './console.js';
 import { agentRoutes } from '../transports/routes/agents.js';
 import { versioningRoutes } from '../transports/routes/versioning.js';
 import { legacyV1Routes } from '../transports/routes/legacy-v1.js';
@@ -60,6 +65,8 @@ import type { Settings } from './settings.js';
 export interface RunningApp {
   port: number;
   logger: Logger;
+  /** Every route served (HTTP and WebSocket), as /openapi.json was built from it. */
+  routes: readonly RouteRecord[];
   stop(): Promise<void>;
 }
 
@@ -81,11 +88,12 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   if (!warm.ok) throw new Error(`security scanner failed to start: ${warm.error}`);
   const publish = new PublishService(store.db, scanner, settings.scanBudgetMs, logger);
   const metrics = new HttpMetrics();
+  const sessions = new BrowserSessions(store.db, keys, settings.sessionTtlSeconds);
   const server = new HttpServer({
     logger,
     metrics,
     maxBodyBytes: settings.maxBodyBytes,
-    authenticate: authenticator(keys, tokens, new RateLimiter(), settings.rateLimitPerMinute),
+    authenticate: authenticator(keys, tokens, sessions, new RateLimiter(), settings.rateLimitPerMinute),
   });
   const webhookSecrets = new WebhookSecretBox(loadMasterKey(settings.dataDir, settings.secretKey));
   const webhooks = new WebhookDispatcher(store.db, {
@@ -98,6 +106,8 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   });
   const ctx = { db: store.db, publish, logger, settings, vault, webhooks, webhookSecrets };
   systemRoutes(server, store, metrics);
+  sessionRoutes(server, settings.atomsPrefix, { sessions, keys, signIns: new SignInLimiter() });
+  consoleRoutes(server, await buildConsole(settings.atomsPrefix));
   agentRoutes(server, settings.atomsPrefix, ctx);
   versioningRoutes(server, settings.atomsPrefix, ctx);
   legacyV1Routes(server, settings.atomsPrefix, ctx);
@@ -151,6 +161,8 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
     notifyWebhooks: () => webhooks.notify(),
   });
   const agentSockets = agentConnectSocket(server, settings.atomsPrefix, { db: store.db, runtime, logger, draining: () => server.isDraining, limits });
+  // Last: /openapi.json is built from every route registered before it.
+  referenceRoutes(server, { atomsPrefix: settings.atomsPrefix, wavesPrefix: settings.wavesPrefix });
   server.finish();
 
   const resumed = await publish.resumePendingScans();
@@ -187,11 +199,13 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   if (sip) logger.info({ sipPort: sip.port, host: sip.host, publicAddress: sip.publicAddress }, 'sip listening');
   const port = await server.listen(settings.host, settings.port);
   logger.info({ port, host: settings.host, atoms: settings.atomsPrefix, waves: settings.wavesPrefix }, 'listening');
+  logger.info(`console: http://${settings.host === '0.0.0.0' ? '127.0.0.1' : settings.host}:${port}/ (sign in with an API key)`);
   webhooks.start();
 
   return {
     port,
     logger,
+    routes: server.routes,
     async stop() {
       await campaigns?.stop();
       const calls = Promise.all([agentSockets.endAll('server_shutdown'), inbound?.endAll('server_shutdown'), dialer?.stop('server_shutdown')]);

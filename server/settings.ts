@@ -39,6 +39,8 @@ export interface Settings {
   inferenceNice: number;
   bootstrapKey?: string;
   keyCacheMs: number;
+  /** Lifetime of a console sign-in (absolute, from sign-in), in seconds; set in hours by PARLEY_SESSION_TTL_HOURS. */
+  sessionTtlSeconds: number;
   scanBudgetMs: number;
   scanTimeoutMs: number;
   v1SunsetDate?: Date;
@@ -154,6 +156,14 @@ function flag(env: NodeJS.ProcessEnv, name: string): boolean {
   throw new Error(`${name} must be 1 or 0`);
 }
 
+/** Hours, fractions allowed (tests use a few seconds), up to 30 days; at least one second. */
+function sessionTtl(raw: string | undefined): number {
+  if (raw === undefined || raw.trim() === '') return 12 * 3600;
+  const hours = Number(raw);
+  if (!Number.isFinite(hours) || hours <= 0 || hours > 720) throw new Error('PARLEY_SESSION_TTL_HOURS must be a number of hours above 0 and at most 720');
+  return Math.max(1, Math.round(hours * 3600));
+}
+
 function prefix(raw: string | undefined, dflt: string): string {
   const value = (raw ?? dflt).replace(/\/+$/, '');
   if (!/^(\/[A-Za-z0-9._-]+)+$/.test(value)) throw new Error(`API prefix "${raw}" must look like /name/v1`);
@@ -197,6 +207,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     inferenceNice: Math.min(19, int(env, 'PARLEY_INFERENCE_NICE', 10, 0)),
     bootstrapKey: env.PARLEY_BOOTSTRAP_KEY || undefined,
     keyCacheMs: int(env, 'PARLEY_KEY_CACHE_MS', 3000, 0),
+    sessionTtlSeconds: sessionTtl(env.PARLEY_SESSION_TTL_HOURS),
     scanBudgetMs: int(env, 'PARLEY_SCAN_BUDGET_MS', 200, 0),
     scanTimeoutMs: int(env, 'PARLEY_SCAN_TIMEOUT_MS', 30_000, 100),
     v1SunsetDate: sunset,

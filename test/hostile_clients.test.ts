@@ -220,11 +220,15 @@ describe.each(testDialects())('live sockets on %s: idle timeout and concurrent-s
   const isOpen = (o: Awaited<ReturnType<typeof open>>): o is Opened => 'ws' in o;
 
   it('a live recognition socket with no audio and no messages is closed after the idle timeout; one with audio stays', async () => {
+    const started = Date.now();
     const silent = await open(sttUrl(suite.server.key));
     const talking = await open(sttUrl(suite.server.key));
     if (!isOpen(silent) || !isOpen(talking)) throw new Error('not opened');
-    const started = Date.now();
     const feeding = setInterval(() => talking.ws.send(Buffer.alloc(640)), 100);
+    onTestFinished(() => {
+      clearInterval(feeding);
+      for (const o of [silent, talking]) o.ws.close();
+    });
     const closed = await silent.closed;
     expect(closed).toEqual({ code: 1000, reason: 'idle_timeout' });
     expect(Date.now() - started).toBeGreaterThanOrEqual(1900);

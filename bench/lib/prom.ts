@@ -46,6 +46,18 @@ export function parseHistograms(text: string, name: string, label: string): Map<
   return out;
 }
 
+/** A counter `name` in Prometheus text, one value per value of `label` (other labels summed). */
+export function parseCounters(text: string, name: string, label: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const m = LINE.exec(line);
+    if (!m || m[1] !== name) continue;
+    const key = labelsOf(m[2])[label] ?? '';
+    out.set(key, (out.get(key) ?? 0) + Number(m[3]));
+  }
+  return out;
+}
+
 /** after - before, per label value (what was observed between two scrapes of the same server). */
 export function diffHistograms(after: Map<string, Histogram>, before: Map<string, Histogram>): Map<string, Histogram> {
   const out = new Map<string, Histogram>();

@@ -55,6 +55,9 @@ const schema = z
   .partial()
   .passthrough();
 
+/** The schema that validates the settings, as /openapi.json documents them. */
+export { schema as widgetConfigSchema };
+
 const MAX_BYTES = 16 * 1024;
 
 export type WidgetConfig = Record<string, unknown>;

@@ -7,8 +7,8 @@ export interface AuthContext {
   orgId: string;
   keyId: string;
   keyName: string;
-  /** How the caller authenticated: an API key, or an access token minted from that key. */
-  via: 'key' | 'token';
+  /** How the caller authenticated: an API key, an access token minted from that key, or a browser session acting as it. */
+  via: 'key' | 'token' | 'session';
   /** RateLimit-* headers to send with the response. */
   rateHeaders?: Record<string, string>;
 }
@@ -96,6 +96,7 @@ export async function listKeys(db: Db): Promise<(KeyRecord & { orgName: string }
   }));
 }
 
+/** Deletes a key; its browser sessions go with it (the foreign key cascades), its access tokens within the key cache time. */
 export async function deleteKey(db: Db, idOrName: string): Promise<number> {
   const result = await db
     .deleteFrom('api_keys')

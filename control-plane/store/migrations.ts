@@ -545,6 +545,23 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('outbound_calls_campaign').on('outbound_calls').columns(['campaign_id']).execute();
     },
   },
+  '0015_browser_sessions': {
+    async up(db: Kysely<any>) {
+      // Console sign-ins: the cookie's SHA-256 (never the cookie), the key it acts as, and its CSRF token. Rows go
+      // with their key (cascade), so deleting a key signs its browsers out on every server sharing the store.
+      await db.schema
+        .createTable('browser_sessions')
+        .addColumn('token_hash', 'text', (c) => c.primaryKey())
+        .addColumn('key_id', 'text', (c) => c.notNull().references('api_keys.id').onDelete('cascade'))
+        .addColumn('org_id', 'text', (c) => c.notNull())
+        .addColumn('csrf_token', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('expires_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('browser_sessions_key').on('browser_sessions').column('key_id').execute();
+      await db.schema.createIndex('browser_sessions_expires').on('browser_sessions').column('expires_at').execute();
+    },
+  },
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -481,6 +481,18 @@ export interface CampaignEventsTable {
   created_at: string;
 }
 
+/** A console sign-in (migration 0015): the cookie is stored only as its SHA-256; the row acts as `key_id`. */
+export interface BrowserSessionsTable {
+  token_hash: string;
+  key_id: string;
+  org_id: string;
+  /** Sent back in `X-CSRF-Token` on state-changing requests; readable by the signed-in page only. */
+  csrf_token: string;
+  created_at: string;
+  /** Absolute expiry (ISO); sign-in time plus PARLEY_SESSION_TTL_HOURS. */
+  expires_at: string;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;
@@ -510,4 +522,5 @@ export interface Database {
   campaigns: CampaignsTable;
   campaign_recipients: CampaignRecipientsTable;
   campaign_events: CampaignEventsTable;
+  browser_sessions: BrowserSessionsTable;
 }

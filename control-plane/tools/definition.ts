@@ -108,6 +108,9 @@ const clientTool = z
   })
   .strict();
 
+/** The schemas parseDefinition validates with, as /openapi.json documents them. */
+export { apiCall as apiCallToolSchema, clientTool as clientToolSchema };
+
 const FIELDS_OF: Record<(typeof TOOL_TYPES)[number], Set<string>> = {
   api_call: new Set(Object.keys(apiCall.innerType().shape)),
   client_tool: new Set(Object.keys(clientTool.shape)),

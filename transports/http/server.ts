@@ -3,7 +3,7 @@ import { STATUS_CODES } from 'node:http';
 import uWS from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import { ApiError } from '../../control-plane/errors.js';
-import { renderError, type AuthMode, type Handler, type HttpRequest, type HttpResponse, type ResponseSink, type RouteOptions } from './types.js';
+import { renderError, type AuthMode, type Handler, type HttpRequest, type HttpResponse, type ResponseSink, type RouteOptions, type RouteRecord } from './types.js';
 import type { HttpMetrics } from './metrics.js';
 
 export interface HttpServerOptions {
@@ -26,6 +26,7 @@ export class HttpServer {
   private inFlight = 0;
   private draining = false;
   private drainWaiters: (() => void)[] = [];
+  private readonly table: RouteRecord[] = [];
 
   constructor(private readonly opts: HttpServerOptions) {}
 
@@ -39,9 +40,20 @@ export class HttpServer {
     return this.opts.authenticate(req, mode);
   }
 
+  /** Every route registered so far (HTTP and WebSocket), in registration order: what /openapi.json describes. */
+  get routes(): readonly RouteRecord[] {
+    return this.table;
+  }
+
+  /** Adds a route to the table; `route()` does it for HTTP routes, the WebSocket endpoint for its upgrades. */
+  record(entry: RouteRecord): void {
+    this.table.push(entry);
+  }
+
   route(method: string, pattern: string, handler: Handler, options: RouteOptions): void {
     const name = METHOD_NAMES[method];
     if (!name) throw new Error(`unsupported method ${method}`);
+    this.record({ method, pattern, auth: options.auth, errorBody: options.errorBody, doc: options.doc });
     const paramNames = [...pattern.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1] as string);
     this.app[name](pattern, (res, req) => this.accept(res, req, method, pattern, paramNames, handler, options));
   }
@@ -82,6 +94,7 @@ export class HttpServer {
       }
     });
     const path = req.getUrl();
+    const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
     const query = new URLSearchParams(req.getQuery() ?? '');
     const declared = headers['content-length'];
     const hasBody = (declared !== undefined && declared !== '0') || headers['transfer-encoding'] !== undefined;
@@ -150,6 +163,7 @@ export class HttpServer {
       params,
       query,
       headers,
+      remoteAddress,
       body: EMPTY,
       json: () => parseJson(request.body),
     };

@@ -1,6 +1,7 @@
 // Request and response shapes shared by the HTTP server and every route handler.
 import type { AuthContext } from '../../control-plane/auth/keys.js';
 import type { ApiError } from '../../control-plane/errors.js';
+import type { ZodTypeAny } from 'zod';
 
 export interface HttpRequest {
   method: string;
@@ -12,6 +13,8 @@ export interface HttpRequest {
   query: URLSearchParams;
   /** Lower-cased header names. */
   headers: Record<string, string>;
+  /** The peer's IP address as text (HTTP routes; the proxy's address behind a proxy). */
+  remoteAddress?: string;
   body: Buffer;
   /** Parsed JSON body; `{}` for an empty body. Throws a 400 ApiError on malformed JSON. */
   json(): unknown;
@@ -57,7 +60,56 @@ export interface RouteOptions {
   errorBody?: ErrorBody;
   /** The status of a body over the limit: 413, or 400 where a route's wire says so. */
   oversizeStatus?: 400 | 413;
+  /** The route in /openapi.json; a route without one is missing from the document (a test fails). */
+  doc?: RouteDoc;
 }
+
+/** A JSON Schema (2020-12, as OpenAPI 3.1 takes it), or the zod schema that validates the value. */
+export type DocSchema = ZodTypeAny | Record<string, unknown>;
+
+/** A query parameter (path parameters are read from the pattern). */
+export interface QueryDoc {
+  name: string;
+  description?: string;
+  required?: boolean;
+  /** Default `{type: 'string'}`. */
+  schema?: Record<string, unknown>;
+}
+
+/** What /openapi.json says about a route (transports/http/openapi.ts renders it). */
+export interface RouteDoc {
+  summary: string;
+  description?: string;
+  tags: string[];
+  /** Descriptions of path parameters, by name (each `:name` of the pattern is documented either way). */
+  params?: Record<string, string>;
+  query?: QueryDoc[];
+  body?: {
+    /** Where a zod schema validates the body, that very schema. */
+    schema?: DocSchema;
+    /** Default `application/json`. */
+    contentType?: string;
+    /** Default true; false where an empty body is accepted. */
+    required?: boolean;
+    description?: string;
+  };
+  /** The success answer; default 200, the `{status: true, data}` envelope on agent-platform routes. */
+  response?: { status?: number; description?: string; schema?: DocSchema; contentType?: string };
+  deprecated?: boolean;
+}
+
+/** One row of the server's route table (HTTP routes and WebSocket upgrades): what /openapi.json is built from. */
+export interface RouteRecord {
+  method: string;
+  pattern: string;
+  auth: AuthMode;
+  errorBody?: ErrorBody;
+  doc?: RouteDoc;
+  websocket?: boolean;
+}
+
+/** `docs('Agents')('Create an agent', {...})`: a route file's docs under its tag. */
+export const docs = (tag: string) => (summary: string, more: Omit<Partial<RouteDoc>, 'summary'> = {}): RouteDoc => ({ summary, tags: [tag], ...more });
 
 /** The inference API's plainest error body, used where a route declares no shape of its own. */
 export const plainInferenceError: ErrorBody = (err) => ({ error: err.errors.join('; ') });

@@ -1,7 +1,8 @@
 // Audience routes (wire §5): CSV upload (multipart/form-data, parsed with busboy), audiences, and their members.
 import busboy from 'busboy';
 import type { HttpServer } from '../http/server.js';
-import { ok, type HttpRequest } from '../http/types.js';
+import { docs, ok, type HttpRequest } from '../http/types.js';
+import { anyObject } from './doc-schemas.js';
 import { badRequest } from '../../control-plane/errors.js';
 import {
   addMembers,
@@ -57,17 +58,18 @@ function readMultipart(req: HttpRequest): Promise<AudienceUpload> {
 
 export function audienceRoutes(server: HttpServer, prefix: string, ctx: RouteContext): void {
   const auth = { auth: 'key' as const };
+  const d = docs('Audiences');
   const large = { ...auth, maxBodyBytes: AUDIENCE_MAX_BYTES };
   const a = `${prefix}/audience`;
   const id = (req: HttpRequest) => req.params.id as string;
 
-  server.route('POST', a, async (req) => ok(await createAudience(ctx.db, actorOf(req), await readMultipart(req)), 201), large);
-  server.route('GET', a, async (req) => ok(await listAudiences(ctx.db, actorOf(req))), auth);
-  server.route('GET', `${a}/:id`, async (req) => ok(await getAudience(ctx.db, actorOf(req), id(req))), auth);
+  server.route('POST', a, async (req) => ok(await createAudience(ctx.db, actorOf(req), await readMultipart(req)), 201), { ...large, doc: d('Create an audience from a CSV upload', { body: { contentType: 'multipart/form-data', schema: { type: 'object', required: ['file'], properties: { file: { type: 'string', contentMediaType: 'text/csv' }, name: { type: 'string' }, description: { type: 'string' }, phoneNumberColumnName: { type: 'string' }, identifierColumnName: { type: 'string' } } } }, response: { status: 201 } }) });
+  server.route('GET', a, async (req) => ok(await listAudiences(ctx.db, actorOf(req))), { ...auth, doc: d('List audiences') });
+  server.route('GET', `${a}/:id`, async (req) => ok(await getAudience(ctx.db, actorOf(req), id(req))), { ...auth, doc: d('Read an audience') });
   // An audience a campaign still needs (not completed or failed) is not deleted: 409 naming the campaigns.
-  server.route('DELETE', `${a}/:id`, async (req) => ok(await deleteAudience(ctx.db, actorOf(req), id(req), campaignsUsingAudience)), auth);
-  server.route('GET', `${a}/:id/members`, async (req) => ok(await listMembers(ctx.db, actorOf(req), id(req), req.query)), auth);
-  server.route('POST', `${a}/:id/members`, async (req) => ok(await addMembers(ctx.db, actorOf(req), id(req), req.json()), 201), large);
-  server.route('DELETE', `${a}/:id/members`, async (req) => ok(await deleteMembers(ctx.db, actorOf(req), id(req), req.json())), auth);
-  server.route('GET', `${a}/:id/members/search`, async (req) => ok(await searchMembers(ctx.db, actorOf(req), id(req), req.query)), auth);
+  server.route('DELETE', `${a}/:id`, async (req) => ok(await deleteAudience(ctx.db, actorOf(req), id(req), campaignsUsingAudience)), { ...auth, doc: d('Delete an audience (409 while a campaign needs it)') });
+  server.route('GET', `${a}/:id/members`, async (req) => ok(await listMembers(ctx.db, actorOf(req), id(req), req.query)), { ...auth, doc: d("An audience's members", { query: [{ name: 'page', schema: { type: 'integer', minimum: 1 } }, { name: 'limit', schema: { type: 'integer', minimum: 1 } }] }) });
+  server.route('POST', `${a}/:id/members`, async (req) => ok(await addMembers(ctx.db, actorOf(req), id(req), req.json()), 201), { ...large, doc: d('Add members', { body: { schema: anyObject() }, response: { status: 201 } }) });
+  server.route('DELETE', `${a}/:id/members`, async (req) => ok(await deleteMembers(ctx.db, actorOf(req), id(req), req.json())), { ...auth, doc: d('Delete members', { body: { schema: anyObject() } }) });
+  server.route('GET', `${a}/:id/members/search`, async (req) => ok(await searchMembers(ctx.db, actorOf(req), id(req), req.query)), { ...auth, doc: d('Search members', { query: [{ name: 'query', required: true }, { name: 'page', schema: { type: 'integer', minimum: 1 } }] }) });
 }

@@ -1,6 +1,6 @@
 // `POST {waves}/auth/token`: mints a short-lived access token from an API key (tokens cannot mint), rate limited per key.
 import type { HttpServer } from '../http/server.js';
-import type { HttpRequest } from '../http/types.js';
+import { docs, type HttpRequest } from '../http/types.js';
 import { ApiError } from '../../control-plane/errors.js';
 import type { RateLimiter } from '../../control-plane/auth/rate-limit.js';
 import { TOKEN_TTL, type AccessTokens } from '../../control-plane/auth/tokens.js';
@@ -42,5 +42,5 @@ export function tokenRoutes(server: HttpServer, prefix: string, tokens: AccessTo
       headers: decision.headers,
       body: { access_token: token, token_type: 'Bearer', expires_in: ttl, expires_at: expiresAt.toISOString() },
     };
-  }, { auth: 'inference-key-only', maxBodyBytes: 4096, errorBody: tokenErrorBody });
+  }, { auth: 'inference-key-only', maxBodyBytes: 4096, errorBody: tokenErrorBody, doc: docs('Access tokens')('Mint a short-lived access token (wat_) from an API key', { body: { schema: { type: 'object', properties: { ttl_seconds: { type: 'integer', minimum: TOKEN_TTL.min, maximum: TOKEN_TTL.max, default: TOKEN_TTL.default } } }, required: false }, response: { status: 201, description: 'The token.', schema: { type: 'object', required: ['access_token', 'token_type', 'expires_in', 'expires_at'], properties: { access_token: { type: 'string' }, token_type: { const: 'Bearer' }, expires_in: { type: 'integer' }, expires_at: { type: 'string', format: 'date-time' } } } } }) });
 }

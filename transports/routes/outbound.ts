@@ -1,6 +1,7 @@
 // Outbound call routes (wire §4): place a call (queued, paced, dialed), cancel queued or ringing calls, a call's retries.
 import type { HttpServer } from '../http/server.js';
-import { ok } from '../http/types.js';
+import { docs, ok } from '../http/types.js';
+import { anyObject } from './doc-schemas.js';
 import { ApiError, badRequest } from '../../control-plane/errors.js';
 import { readCall } from '../../control-plane/calls/calls.js';
 import { queueOutboundCall, retriesOf } from '../../control-plane/telephony/outbound.js';
@@ -21,6 +22,7 @@ export interface OutboundRouteDeps {
 export function outboundRoutes(server: HttpServer, prefix: string, ctx: RouteContext, deps: OutboundRouteDeps): void {
   const auth = { auth: 'key' as const };
   const c = `${prefix}/conversation`;
+  const d = docs('Outbound calls');
   const dialer = (): OutboundDialer => {
     if (!deps.dialer) throw new ApiError(503, 'Telephony is off on this server (PARLEY_SIP_PORT=off): it places no calls');
     return deps.dialer;
@@ -35,7 +37,7 @@ export function outboundRoutes(server: HttpServer, prefix: string, ctx: RouteCon
       { isTest: (req.headers['x-test-call'] ?? '').toLowerCase() === 'true' },
     );
     return ok({ conversationId: queued.conversationId }, 200, queued.deprecated ? DEPRECATION : undefined);
-  }, auth);
+  }, { ...auth, doc: d('Place an outbound call (queued, paced per carrier address, dialed)', { body: { schema: anyObject({ agentId: { type: 'string' }, phoneNumber: { type: 'string', description: 'E.164.' }, fromNumber: { type: 'string', description: 'E.164; default the agent\'s caller ID.' }, versionId: { type: 'string' }, variables: { type: 'object' } }, ['agentId', 'phoneNumber']) }, response: { description: '`{conversationId}`.' } }) });
 
   server.route('POST', `${c}/cancel`, async (req) => {
     const body = req.json() as { callIds?: unknown } | null;
@@ -55,17 +57,17 @@ export function outboundRoutes(server: HttpServer, prefix: string, ctx: RouteCon
       }
     }
     return ok({ results });
-  }, auth);
+  }, { ...auth, doc: d('Cancel queued or ringing calls', { body: { schema: anyObject({ callIds: { type: 'array', items: { type: 'string', minLength: 1 }, minItems: 1, maxItems: 100 } }, ['callIds']) } }) });
 
   server.route('POST', `${c}/:id/cancel`, async (req) => {
     const result = await dialer().cancel(actorOf(req), req.params.id as string);
     if (!result.canceled) throw badRequest(`This call cannot be canceled: ${result.reason}`);
     return ok(result);
-  }, auth);
+  }, { ...auth, doc: d('Cancel a queued or ringing call') });
 
   server.route('GET', `${c}/:id/retries`, async (req) => {
     const actor = actorOf(req);
     const ids = await retriesOf(ctx.db, actor, req.params.id as string);
     return ok({ retries: await Promise.all(ids.map((id) => readCall(ctx.db, actor, id))) });
-  }, auth);
+  }, { ...auth, doc: d("A call's retries") });
 }

@@ -4,7 +4,7 @@ import { loadCall } from '../../control-plane/calls/calls.js';
 import { ApiError, badRequest, notFound } from '../../control-plane/errors.js';
 import { CHANNELS, type Channel, type ObjectStore } from '../../control-plane/recordings/object-store.js';
 import type { HttpServer } from '../http/server.js';
-import { ok, type HttpRequest } from '../http/types.js';
+import { docs, ok, type HttpRequest } from '../http/types.js';
 import { actorOf, type RouteContext } from './context.js';
 
 /** How long a download URL works. */
@@ -12,6 +12,7 @@ export const RECORDING_URL_TTL_S = 300;
 
 export function recordingRoutes(server: HttpServer, prefix: string, ctx: RouteContext, objects: ObjectStore): void {
   const auth = { auth: 'key' as const };
+  const d = docs('Recordings');
 
   const signedUrl = async (req: HttpRequest, channel: Channel) => {
     const callId = req.params.callId as string;
@@ -30,12 +31,12 @@ export function recordingRoutes(server: HttpServer, prefix: string, ctx: RouteCo
     const channel = (req.query.get('channel') ?? 'mono') as Channel;
     if (!CHANNELS.includes(channel)) throw badRequest('channel: must be mono or dual');
     return ok(await signedUrl(req, channel));
-  }, auth);
+  }, { ...auth, doc: d("A signed URL of a call's recording (valid 5 minutes)", { query: [{ name: 'channel', schema: { type: 'string', enum: ['mono', 'dual'], default: 'mono' } }] }) });
 
   server.route('GET', `${prefix}/conversation/:callId/recording/download-url`, async (req) => {
     if (!/^CALL-\d+-[0-9a-f]+$/.test(req.params.callId as string)) throw badRequest('Invalid call ID format');
     return ok({ presignedUrl: (await signedUrl(req, 'mono')).url });
-  }, auth);
+  }, { ...auth, doc: d("A signed download URL of a call's recording", { response: { description: '`{presignedUrl}`.' } }) });
 
   server.route('GET', `${prefix}/recording-files/:org/:callId/:file`, async (req) => {
     const key = `${req.params.org}/${req.params.callId}/${req.params.file}`;
@@ -50,5 +51,5 @@ export function recordingRoutes(server: HttpServer, prefix: string, ctx: RouteCo
     const bytes = await objects.get(key).catch(() => null);
     if (!bytes) throw notFound('No such recording');
     return { status: 200, body: bytes, headers: { 'Content-Type': 'audio/wav', 'Cache-Control': 'private, no-store' } };
-  }, { auth: 'none' });
+  }, { auth: 'none', doc: d('A recording (WAV), for whoever holds a valid signed URL', { query: [{ name: 'expires', required: true }, { name: 'signature', required: true }], response: { description: 'The recording.', contentType: 'audio/wav', schema: { type: 'string', contentMediaType: 'audio/wav' } } }) });
 }

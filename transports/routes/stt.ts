@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { HttpServer } from '../http/server.js';
-import type { HttpRequest } from '../http/types.js';
+import { docs, type HttpRequest, type QueryDoc, type RouteDoc } from '../http/types.js';
 import { inferenceError } from '../http/auth.js';
 import { ApiError } from '../../control-plane/errors.js';
 import { STT_ALIASES, STT_MODEL, type ModelRegistry } from '../../engine/models/registry.js';
@@ -150,7 +150,7 @@ export function sttRoutes(server: HttpServer, prefix: string, registry: ModelReg
     return { status: 200, body: await respond() };
   };
   // The wire path has a trailing slash; both spellings are served.
-  for (const path of [`${prefix}/stt/`, `${prefix}/stt`]) server.route('POST', path, batch, { auth: 'inference', maxBodyBytes: limits.maxBodyBytes, errorBody: sttErrorBody });
+  for (const path of [`${prefix}/stt/`, `${prefix}/stt`]) server.route('POST', path, batch, { auth: 'inference', maxBodyBytes: limits.maxBodyBytes, errorBody: sttErrorBody, doc: BATCH_DOC });
 
   server.route('POST', `${prefix}/:sttModel/get_text`, async (req) => {
     const model = req.params.sttModel as string;
@@ -169,7 +169,13 @@ export function sttRoutes(server: HttpServer, prefix: string, registry: ModelReg
         metadata: { duration: round(result.duration), fileSize: input.bytes, ...(input.fromUrl ? { filename: input.fromUrl.split('/').pop() ?? '' } : {}) },
       },
     };
-  }, { auth: 'inference-key-only', maxBodyBytes: limits.maxBodyBytes, errorBody: legacySttErrorBody, oversizeStatus: 400 });
+  }, {
+    auth: 'inference-key-only',
+    maxBodyBytes: limits.maxBodyBytes,
+    errorBody: legacySttErrorBody,
+    oversizeStatus: 400,
+    doc: d('Transcribe audio (legacy per-model route)', { params: { sttModel: `${STT_MODEL}, or pulse / pulse-pro` }, query: AUDIO_QUERY, body: AUDIO_BODY, response: { description: '`{status: "success", transcription, audio_length, words, utterances, metadata}`.' } }),
+  });
 }
 
 function parseExtra(raw: string | null): Record<string, string> {
@@ -178,3 +184,22 @@ function parseExtra(raw: string | null): Record<string, string> {
 }
 
 const round = (x: number) => Math.round(x * 1000) / 1000;
+
+const d = docs('Speech recognition');
+/** Audio in the body (raw, a container, or `{url}` as JSON), described by these query parameters. */
+const AUDIO_QUERY: QueryDoc[] = [
+  { name: 'language', description: 'en, or an aggregate that includes English (auto, multi-eu, ...).' },
+  { name: 'encoding', description: 'Raw audio encoding (linear16, mulaw, alaw, opus, ...); containers are detected.' },
+  { name: 'sample_rate', schema: { type: 'integer', enum: [...WIRE_SAMPLE_RATES] } },
+  { name: 'word_timestamps', schema: { type: 'boolean' } },
+];
+const AUDIO_BODY: RouteDoc['body'] = {
+  description: 'The audio bytes (WAV, Ogg Opus, raw per `encoding`), or JSON `{url}` of the audio.',
+  contentType: 'application/octet-stream',
+  schema: { type: 'string', contentMediaType: 'application/octet-stream' },
+};
+const BATCH_DOC = d('Transcribe audio', {
+  query: [{ name: 'model', description: `${STT_MODEL}, or pulse / pulse-pro` }, ...AUDIO_QUERY, { name: 'webhook_url', description: 'Answer `{status: "processing"}` at once and post the result here.' }, { name: 'webhook_extra', description: '`key:value,...` added to the webhook body.' }],
+  body: AUDIO_BODY,
+  response: { description: '`{status: "success", transcription, words, utterances, language, request_id, metadata}`.', schema: { type: 'object', properties: { status: { type: 'string' }, transcription: { type: 'string' }, request_id: { type: 'string' } } } },
+});

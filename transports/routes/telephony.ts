@@ -1,6 +1,7 @@
 // Telephony resource routes: numbers (/product/*, wire §1) and SIP trunks (/sip-trunk, wire §2); deprecated ones follow the window.
 import type { HttpServer } from '../http/server.js';
-import { ok, type HttpRequest, type HttpResponse } from '../http/types.js';
+import { docs, ok, type HttpRequest, type HttpResponse } from '../http/types.js';
+import { anyObject } from './doc-schemas.js';
 import { ApiError, notFound } from '../../control-plane/errors.js';
 import { availableNumbers, customProducts, platformProducts, releaseNumber, rentNumber } from '../../control-plane/telephony/numbers.js';
 import { importPhoneNumber } from '../../control-plane/telephony/import.js';
@@ -10,6 +11,7 @@ import { actorOf, type RouteContext } from './context.js';
 
 export function telephonyRoutes(server: HttpServer, prefix: string, ctx: RouteContext): void {
   const auth = { auth: 'key' as const };
+  const d = docs('Telephony');
   const deps: TrunkDeps = { db: ctx.db, box: ctx.webhookSecrets };
   /** Whether deprecated items still work; responses that carry one say so with `Deprecation: true`. */
   const windowOpen = async () => (await telephonyWindow(ctx.db)).open;
@@ -20,30 +22,30 @@ export function telephonyRoutes(server: HttpServer, prefix: string, ctx: RouteCo
   server.route('GET', `${p}/phone-numbers`, async (req) => {
     const open = await windowOpen();
     return ok(await platformProducts(ctx.db, actorOf(req), open), 200, deprecatedIf(open));
-  }, auth);
+  }, { ...auth, doc: d("The organization's phone numbers") });
   server.route('GET', `${p}/all-numbers`, async (req) => {
     const open = await windowOpen();
     const actor = actorOf(req);
     const telephonyProducts = await platformProducts(ctx.db, actor, open);
     if (!open) return ok({ telephonyProducts });
     return ok({ telephonyProducts, customProducts: await customProducts(ctx.db, actor, open) }, 200, { ...DEPRECATION });
-  }, auth);
-  server.route('GET', `${p}/get-available-numbers`, async (req) => ok(await availableNumbers(ctx.db, req.query)), auth);
+  }, { ...auth, doc: d('All numbers: platform and (during the migration window) custom', { description: 'Custom numbers are listed only during the telephony migration window (`Deprecation: true`).' }) });
+  server.route('GET', `${p}/get-available-numbers`, async (req) => ok(await availableNumbers(ctx.db, req.query)), { ...auth, doc: d('Numbers available to rent', { query: [{ name: 'countryCode' }, { name: 'areaCode' }, { name: 'provider' }] }) });
   server.route('POST', `${p}/rent-number`, async (req) => {
     const open = await windowOpen();
     return ok(await rentNumber(ctx.db, actorOf(req), req.json(), open), 200, deprecatedIf(open));
-  }, auth);
-  server.route('POST', `${p}/release-number`, async (req) => ok(await releaseNumber(ctx.db, actorOf(req), req.json())), auth);
-  server.route('POST', `${p}/import-phone-number`, async (req) => deprecated(200, () => importPhoneNumber(deps, actorOf(req), req.json())), auth);
+  }, { ...auth, doc: d('Rent a number', { body: { schema: anyObject() } }) });
+  server.route('POST', `${p}/release-number`, async (req) => ok(await releaseNumber(ctx.db, actorOf(req), req.json())), { ...auth, doc: d('Release a rented number', { body: { schema: anyObject() } }) });
+  server.route('POST', `${p}/import-phone-number`, async (req) => deprecated(200, () => importPhoneNumber(deps, actorOf(req), req.json())), { ...auth, doc: d('Import a number (deprecated: use SIP trunks)', { deprecated: true, body: { schema: anyObject() } }) });
 
   const t = `${prefix}/sip-trunk`;
   const id = (req: HttpRequest) => req.params.id as string;
-  server.route('POST', `${t}/inbound`, async (req) => ok(await createTrunk(deps, actorOf(req), 'inbound', req.json()), 201), auth);
-  server.route('POST', `${t}/outbound`, async (req) => ok(await createTrunk(deps, actorOf(req), 'outbound', req.json()), 201), auth);
-  server.route('GET', t, async (req) => ok(await listTrunks(ctx.db, actorOf(req), req.query)), auth);
-  server.route('GET', `${t}/:id`, async (req) => ok(await getTrunk(ctx.db, actorOf(req), id(req))), auth);
-  server.route('PATCH', `${t}/:id`, async (req) => ok(await updateTrunk(deps, actorOf(req), id(req), req.json())), auth);
-  server.route('DELETE', `${t}/:id`, async (req) => ok(await deleteTrunk(ctx.db, actorOf(req), id(req))), auth);
+  server.route('POST', `${t}/inbound`, async (req) => ok(await createTrunk(deps, actorOf(req), 'inbound', req.json()), 201), { ...auth, doc: d('Create an inbound SIP trunk', { body: { schema: anyObject() }, response: { status: 201 } }) });
+  server.route('POST', `${t}/outbound`, async (req) => ok(await createTrunk(deps, actorOf(req), 'outbound', req.json()), 201), { ...auth, doc: d('Create an outbound SIP trunk (credentials stored encrypted, never returned)', { body: { schema: anyObject() }, response: { status: 201 } }) });
+  server.route('GET', t, async (req) => ok(await listTrunks(ctx.db, actorOf(req), req.query)), { ...auth, doc: d('List SIP trunks', { query: [{ name: 'direction', schema: { type: 'string', enum: ['inbound', 'outbound'] } }] }) });
+  server.route('GET', `${t}/:id`, async (req) => ok(await getTrunk(ctx.db, actorOf(req), id(req))), { ...auth, doc: d('Read a SIP trunk') });
+  server.route('PATCH', `${t}/:id`, async (req) => ok(await updateTrunk(deps, actorOf(req), id(req), req.json())), { ...auth, doc: d('Change a SIP trunk', { body: { schema: anyObject() } }) });
+  server.route('DELETE', `${t}/:id`, async (req) => ok(await deleteTrunk(ctx.db, actorOf(req), id(req))), { ...auth, doc: d('Delete a SIP trunk') });
 }
 
 /**

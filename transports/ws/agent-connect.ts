@@ -10,7 +10,7 @@ import type { Db } from '../../control-plane/store/db.js';
 import type { SessionEvent } from '../../engine/agent/session.js';
 import { encodeLinear16 } from '../../engine/audio/codecs.js';
 import type { HttpServer } from '../http/server.js';
-import type { HttpRequest } from '../http/types.js';
+import { docs, type HttpRequest } from '../http/types.js';
 import { bearerToken } from '../http/auth.js';
 import type { CallRuntime, RunningCall } from '../calls/runtime.js';
 import { wsRoute, type WsConnection, type WsSession } from './endpoint.js';
@@ -80,6 +80,21 @@ export function agentConnectSocket(server: HttpServer, prefix: string, deps: Age
   wsRoute<Prepared>(server, deps.logger, `${prefix}/agent/connect`, {
     auth: 'none',
     maxPayloadBytes: 2 * 1024 * 1024,
+    doc: docs('Agent sessions')('Talk to an agent (voice or chat) over a WebSocket', {
+      description:
+        'Credential: a single-use `wct_` call token (from register-call or a test call) as `token` or `Authorization: ' +
+        'Bearer`, or an API key with `agent_id`. Client: `input_audio_buffer.append` (base64 PCM16 at `sample_rate`), ' +
+        '`input_text.send` (chat), `function_call.result`, `session.close`. Server: `session.created`, `transcript.delta`/' +
+        '`transcript` (user and assistant), `agent_start_talking`, `output_audio.delta` (base64 PCM16), ' +
+        '`agent_stop_talking`, `interruption`, `function_call` (client tools), `error`, `session.closed`.',
+      query: [
+        { name: 'token', description: 'A `wct_` call token (single use).' },
+        { name: 'agent_id', description: 'With an API key instead of a token.' },
+        { name: 'mode', schema: { type: 'string', enum: ['webcall', 'chat'] } },
+        { name: 'sample_rate', schema: { type: 'integer', default: 24000 } },
+        { name: 'variables', description: 'JSON object of call variables (with an API key).' },
+      ],
+    }),
     prepare: (req) => prepare(server, deps, req),
     admit: async (prepared) => {
       try {

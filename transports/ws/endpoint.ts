@@ -4,7 +4,7 @@ import uWS from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import { ApiError } from '../../control-plane/errors.js';
 import type { AuthContext } from '../../control-plane/auth/keys.js';
-import { renderError, type AuthMode, type ErrorBody, type HttpRequest } from '../http/types.js';
+import { renderError, type AuthMode, type ErrorBody, type HttpRequest, type RouteDoc } from '../http/types.js';
 import type { HttpServer } from '../http/server.js';
 import type { Lease } from './session-limits.js';
 
@@ -35,6 +35,8 @@ export interface WsRoute<P> {
   maxPayloadBytes?: number;
   /** The shape of an upgrade refusal (see RouteOptions.errorBody). */
   errorBody?: ErrorBody;
+  /** The upgrade in /openapi.json (a GET answered 101); its message protocol goes in the description. */
+  doc?: RouteDoc;
   /** Checks the upgrade request (query, headers); throw an ApiError to answer it with HTTP instead of upgrading. */
   prepare(req: HttpRequest): P | Promise<P>;
   /**
@@ -79,6 +81,7 @@ class Connection implements WsConnection {
 }
 
 export function wsRoute<P>(server: HttpServer, logger: Logger, pattern: string, route: WsRoute<P>): void {
+  server.record({ method: 'GET', pattern, auth: route.auth, errorBody: route.errorBody, doc: route.doc, websocket: true });
   server.app.ws<SocketData>(pattern, {
     maxPayloadLength: route.maxPayloadBytes ?? 1024 * 1024,
     idleTimeout: 0,

@@ -54,7 +54,7 @@ import type { ModelRegistry } from '../../engine/models/registry.js';
 import { DEFAULT_LLM_SETTING } from '../calls/brains.js';
 import { inferenceError } from '../http/auth.js';
 import type { HttpServer } from '../http/server.js';
-import type { HttpRequest } from '../http/types.js';
+import { docs, type HttpRequest } from '../http/types.js';
 import { wsRoute, type WsConnection, type WsSession } from './endpoint.js';
 import { s2sUpgradeErrorBody } from '../routes/inference-errors.js';
 import { ownerOf, type SessionLimits } from './session-limits.js';
@@ -96,6 +96,16 @@ export function s2sSocket(server: HttpServer, prefix: string, deps: S2sDeps): vo
     auth: 'inference',
     maxPayloadBytes: 1024 * 1024,
     errorBody: s2sUpgradeErrorBody,
+    doc: docs('Speech to speech')('Speech-to-speech session (OpenAI Realtime-style events)', {
+      description:
+        'Client events: `session.configure`/`session.update` (instructions, voice, tools), `input_audio_buffer.append` ' +
+        '(base64 audio), `conversation.item.create` (text, `function_call_output`), `response.create`, `response.cancel`. ' +
+        'Server events: `session.created`, `session.configured`/`session.updated`, `input_audio_buffer.speech_started`/' +
+        '`speech_stopped`, `conversation.item.added`/`done`, `response.created`, `response.output_audio.delta`/`done`, ' +
+        '`response.function_call_arguments.delta`/`done`, `response.done`, `warning` and `error` (`server_full` closes ' +
+        'with 1013).',
+      query: [{ name: 'model', required: true, schema: { type: 'string', enum: [...S2S_MODELS] } }],
+    }),
     prepare: (req) => prepare(req, deps),
     admit: (_model, auth) => deps.limits.acquire('speech', ownerOf(auth)),
     open: (conn, model) => new S2sConnection(conn, model, deps, open),

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { HttpServer } from '../http/server.js';
-import type { HttpRequest } from '../http/types.js';
+import { docs, type RouteDoc, type HttpRequest } from '../http/types.js';
 import { STT_ALIASES, STT_MODEL, type ModelRegistry } from '../../engine/models/registry.js';
 import { LiveTranscriber, isLiveEncoding, type LiveEvent } from '../../engine/stt/live.js';
 import { WIRE_SAMPLE_RATES } from '../../engine/audio/types.js';
@@ -44,6 +44,9 @@ function prepare(req: HttpRequest, legacy: boolean): Prepared {
   return { sampleRate, encoding, vadEvents: vad === 'true', eouSilenceMs: eouSilenceMs ?? (legacy ? 800 : undefined), legacy };
 }
 
+/** A timer this late means the process stalled (see armIdle). */
+const IDLE_STALL_MS = 500;
+
 class SttLiveSession implements WsSession {
   private readonly sessionId = randomUUID();
   private readonly transcriber: LiveTranscriber;
@@ -55,11 +58,20 @@ class SttLiveSession implements WsSession {
     this.armIdle();
   }
 
-  /** No audio and no message for idleSeconds: an error frame, then close 1000 idle_timeout. */
-  private armIdle(): void {
+  /**
+   * No audio and no message for idleSeconds: an error frame, then close 1000 idle_timeout. A timer that fires well
+   * after its time means this process stalled, and the client's messages may be waiting behind the stall: it gets
+   * a short grace instead of being blamed for the server's pause.
+   */
+  private armIdle(delayMs = this.idleSeconds * 1000, grace = true): void {
     if (this.idle) clearTimeout(this.idle);
+    const due = Date.now() + delayMs;
     this.idle = setTimeout(() => {
       if (this.closing) return;
+      if (grace && Date.now() - due > IDLE_STALL_MS) {
+        this.armIdle(IDLE_STALL_MS, false);
+        return;
+      }
       this.conn.sendJson({ type: 'error', status: 'error', message: `timed out after ${this.idleSeconds} seconds without audio or messages` });
       this.closing = true;
       this.transcriber.abort();
@@ -121,6 +133,24 @@ class SttLiveSession implements WsSession {
   }
 }
 
+/** The live recognition protocol (wire: inference-api.md). */
+const STT_LIVE: RouteDoc = docs('Speech recognition')('Transcribe audio live over a WebSocket', {
+  description:
+    'Client: binary frames of audio (per `encoding` and `sample_rate`), and JSON `{type: "finalize"}` (transcribe what ' +
+    'is buffered now) or `{type: "close_stream"}` (finish and close). Server: `{type: "transcription", status: "success", ' +
+    'transcription, is_final, ...}` messages, `speech_started`/`speech_ended` with `vad_events=true`, and ' +
+    '`{type: "error", status: "error", message}`; an idle session is closed.',
+  query: [
+    { name: 'model' },
+    { name: 'language' },
+    { name: 'encoding', description: 'linear16 (default), mulaw, alaw, opus, ...' },
+    { name: 'sample_rate', schema: { type: 'integer' } },
+    { name: 'vad', schema: { type: 'boolean' } },
+    { name: 'vad_events', schema: { type: 'boolean' } },
+    { name: 'eou_timeout_ms', description: 'Silence that ends an utterance.', schema: { type: 'integer' } },
+  ],
+});
+
 export function sttLiveSockets(server: HttpServer, prefix: string, registry: ModelRegistry, logger: Logger, limits: SessionLimits, idleSeconds: number): void {
   const route = (legacy: boolean) => ({
     // The legacy route is for API keys only, like its HTTP form.
@@ -138,6 +168,6 @@ export function sttLiveSockets(server: HttpServer, prefix: string, registry: Mod
     admit: (_p: Prepared, auth: AuthContext | undefined) => limits.acquire('speech', ownerOf(auth)),
     open: (conn: WsConnection, p: Prepared) => new SttLiveSession(conn, registry, p, logger, idleSeconds),
   });
-  wsRoute(server, logger, `${prefix}/stt/live`, route(false));
-  wsRoute(server, logger, `${prefix}/:sttModel/get_text`, route(true));
+  wsRoute(server, logger, `${prefix}/stt/live`, { ...route(false), doc: STT_LIVE });
+  wsRoute(server, logger, `${prefix}/:sttModel/get_text`, { ...route(true), doc: { ...STT_LIVE, summary: `${STT_LIVE.summary} (legacy per-model path, API keys only)` } });
 }

@@ -13,6 +13,7 @@ import { inferenceError } from '../http/auth.js';
 import { ownerOf, type SessionLimits } from './session-limits.js';
 import type { AuthContext } from '../../control-plane/auth/keys.js';
 import { wsRoute, type WsConnection, type WsSession } from './endpoint.js';
+import { docs, type RouteDoc } from '../http/types.js';
 
 /** Past this many queued bytes, synthesis waits for the client to read. */
 const BACKPRESSURE_BYTES = 512 * 1024;
@@ -169,6 +170,16 @@ class TtsLiveSession implements WsSession {
   }
 }
 
+/** Client text frames and server frames of a synthesis session (wire: inference-api.md). */
+const TTS_LIVE: RouteDoc = docs('Speech synthesis')('Synthesize speech over a WebSocket (streamed text in, audio out)', {
+  description:
+    'Client: JSON `{text, voice_id, sample_rate?, speed?, continue?, flush?, request_id?}` messages; `continue: true` keeps ' +
+    'the text open for more, `flush: true` synthesizes what is buffered. Server: `{status: "chunk", data: {audio}}` frames ' +
+    '(base64 PCM16), `{status: "complete"}` at the end of a request, `{status: "error", error: {message, code}}`; an idle session is closed ' +
+    'after `timeout` seconds.',
+  query: [{ name: 'timeout', description: 'Idle seconds before the server closes (1-3600, default 60).', schema: { type: 'integer', minimum: 1, maximum: 3600 } }],
+});
+
 export function ttsLiveSockets(server: HttpServer, prefix: string, registry: ModelRegistry, logger: Logger, limits: SessionLimits): void {
   const route = (legacy: boolean) => ({
     auth: 'inference' as const,
@@ -191,7 +202,7 @@ export function ttsLiveSockets(server: HttpServer, prefix: string, registry: Mod
   });
   // The older unified path existing clients still use: the same route, messages and limits.
   const live = route(false);
-  wsRoute(server, logger, `${prefix}/tts/live`, live);
-  wsRoute(server, logger, `${prefix}/streaming-tts/stream`, live);
-  wsRoute(server, logger, `${prefix}/:model/get_speech/stream`, route(true));
+  wsRoute(server, logger, `${prefix}/tts/live`, { ...live, doc: TTS_LIVE });
+  wsRoute(server, logger, `${prefix}/streaming-tts/stream`, { ...live, doc: { ...TTS_LIVE, summary: `${TTS_LIVE.summary} (older path)` } });
+  wsRoute(server, logger, `${prefix}/:model/get_speech/stream`, { ...route(true), doc: { ...TTS_LIVE, summary: `${TTS_LIVE.summary} (legacy per-model path)`, params: { model: 'A `<tts-model>-v3.1` id.' } } });
 }
