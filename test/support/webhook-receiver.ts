@@ -11,11 +11,11 @@ export interface ReceivedHook {
 
 export class WebhookReceiver {
   readonly got: ReceivedHook[] = [];
-  private server!: Server;
+  private server: Server | null = null;
   url = '';
 
   async start(): Promise<void> {
-    this.server = createServer((req, res) => {
+    const server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
@@ -24,8 +24,9 @@ export class WebhookReceiver {
         res.writeHead(200).end('ok');
       });
     });
-    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hooks`;
+    this.server = server;
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    this.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
   }
 
   /** The deliveries of one call's event, in arrival order. */
@@ -43,8 +44,11 @@ export class WebhookReceiver {
     return this.of(callId, eventType)[0]!.body;
   }
 
+  /** Stops listening; a no-op when it never started (a suite whose set-up failed still cleans up). */
   close(): Promise<void> {
-    this.server.closeAllConnections();
-    return new Promise((r) => this.server.close(() => r()));
+    const server = this.server;
+    if (!server) return Promise.resolve();
+    server.closeAllConnections();
+    return new Promise((r) => server.close(() => r()));
   }
 }
