@@ -1,7 +1,8 @@
 // One answered phone call: the SIP dialog, the RTP session and the agent session wired together. Caller audio
 // (8 kHz frames) goes to the engine as it arrives, the agent's audio (8 kHz) to RTP, keypresses to the agent; a BYE
 // from either side, the agent ending the call or the trunk's maximum duration ends all three. A transfer bridged to a
-// second call outlives the agent session: the line (its lease, RTP leg) stays up until the bridge ends.
+// second call outlives the agent session: the line (its lease, RTP leg) stays up until the bridge ends, and the call's
+// recording goes on through the transfer (hold sound, handoffs, both sides of the bridge) until it ends.
 import type { Logger } from 'pino';
 import type { RunningCall } from '../transports/calls/runtime.js';
 import type { SessionEvent, TransferOutcome, TransferRequest } from '../engine/agent/session.js';
@@ -36,6 +37,8 @@ export class PhoneCall {
   private transfers: { service: CallTransfers; line: TransferLine } | null = null;
   /** The caller joined to a transfer target: the line is held until it ends. */
   private bridge: Bridge | null = null;
+  /** The call's recording while a transfer runs (the session takes no caller audio meanwhile). */
+  private recording: ReturnType<RunningCall['extendRecording']> = null;
 
   constructor(
     readonly dialog: Dialog,
@@ -48,7 +51,10 @@ export class PhoneCall {
     this.done = new Promise((r) => (this.resolveDone = r));
     this.closedP = new Promise((r) => (this.resolveClosed = r));
     this.keypad = new KeypadCollector((keys) => this.call?.session.pressKeys(keys));
-    rtp.onAudio = (frame) => this.call?.session.pushAudio(new Uint8Array(frame.buffer, frame.byteOffset, frame.byteLength));
+    rtp.onAudio = (frame) => {
+      this.recording?.caller(frame);
+      this.call?.session.pushAudio(new Uint8Array(frame.buffer, frame.byteOffset, frame.byteLength));
+    };
     rtp.onDtmf = (digit) => this.keypad.press(digit);
     rtp.onMediaTimeout = () => {
       this.logger.info({ callId: dialog.callId }, 'phone call media timeout: no RTP from the caller');
@@ -91,18 +97,30 @@ export class PhoneCall {
   async transfer(req: TransferRequest): Promise<TransferOutcome> {
     const session = this.call?.session;
     if (!this.transfers || !session || this.closed) return { ok: false, say: TRANSFER_REFUSED };
+    const recording = this.call!.extendRecording(8000);
+    this.recording = recording;
     const result = await this.transfers.service.transfer(
-      { ...this.transfers.line, dialog: this.dialog, leg: this.rtp, synthesize: (text, rate) => session.synthesize(text, rate) },
+      {
+        ...this.transfers.line,
+        dialog: this.dialog,
+        leg: this.rtp,
+        synthesize: (text, rate) => session.synthesize(text, rate),
+        handoff: (option) => session.handoffText(option),
+        recording: recording ?? undefined,
+      },
       req,
     );
-    if (!result.ok) return result;
-    if (result.bridge) {
-      const bridge = result.bridge;
-      this.bridge = bridge;
-      this.keypad.close();
-      if (this.closed) void bridge.stop('caller_hangup');
-      void bridge.done.then(() => this.close());
+    this.recording = null;
+    if (!result.ok || !result.bridge) {
+      // Refused (the conversation goes on, recorded as before), or handed over by REFER.
+      await recording?.end();
+      return result.ok ? { ok: true } : result;
     }
+    const bridge = result.bridge;
+    this.bridge = bridge;
+    this.keypad.close();
+    if (this.closed) void bridge.stop('caller_hangup');
+    void bridge.done.then(() => recording?.end()).then(() => this.close());
     return { ok: true };
   }
 

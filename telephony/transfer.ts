@@ -1,10 +1,13 @@
 // Transfers of phone calls (the `transfer_call` tool, the workflow transfer node). Which line a transfer dials from
 // (the agent's transfer source; an outbound call without one uses its own line; an inbound call without one refuses),
-// then cold: REFER in the caller's dialog (Refer-To the number at that line's carrier), our BYE once the NOTIFY says
-// the target answered (or after a few seconds of no word); a REFER refused (or failing) falls back to a second call
-// from that line, bridged to the caller. Warm: the second call first, the agent's private handoff spoken to the target
-// alone and its public one to both, then the bridge. A bridge forwards 20 ms frames of 8 kHz audio (and keypresses) both ways until one side hangs up,
-// then hangs up the other.
+// then the second call to the target from that line, bridged to the caller, with the caller on hold meanwhile
+// (`onHoldMusic`). With `transferOnlyIfHuman` (the default) the target must be a person: its greeting is judged by
+// voice activity (human-detect.ts) and a machine, or no verdict within `detectionTimeout`, is hung up and told to the
+// caller. Warm: the agent's private handoff to the target alone and its public one to both before the bridge. Cold
+// with `transferOnlyIfHuman` false: REFER in the caller's dialog (Refer-To the number at that line's carrier), our BYE
+// once the NOTIFY says the target answered (or after a few seconds of no word); a REFER refused (or failing) falls back
+// to the bridged second call. A bridge forwards 20 ms frames of 8 kHz audio (and keypresses) both ways until one side
+// hangs up, then hangs up the other.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Db } from '../control-plane/store/db.js';
@@ -12,8 +15,11 @@ import { findDialingNumber, transferSourceOf } from '../control-plane/telephony/
 import { dialRoute, type DialRoute } from '../control-plane/telephony/outbound.js';
 import type { WebhookSecretBox } from '../control-plane/webhooks/secret-box.js';
 import type { TransferRequest } from '../engine/agent/session.js';
+import type { HandoffOption } from '../engine/agent/types.js';
 import { floatToInt16 } from '../engine/audio/pcm.js';
 import type { CarrierSettings } from '../server/settings.js';
+import { HoldPlayer } from './hold-sound.js';
+import { detectHuman } from './human-detect.js';
 import type { MediaLeg, MediaLegs } from './media/leg.js';
 import { acceptAnswer, buildOffer } from './media/sdp.js';
 import type { Pacer } from './outbound/pacer.js';
@@ -48,6 +54,16 @@ export interface TransferableCall {
   ownNumber: string | null;
   /** The agent's voice saying `text` at `rate` Hz (the warm handoff). */
   synthesize(text: string, rate: number): Promise<Float32Array>;
+  /** A handoff's words: as written, or written by the agent's language model (`type: prompt`). */
+  handoff(option: HandoffOption | undefined): Promise<string>;
+  /** The call's recording, while the transfer runs: what the caller says and hears (8 kHz). */
+  recording?: Tap;
+}
+
+/** Where a transfer's audio is recorded: the caller's side and what the caller hears. */
+export interface Tap {
+  caller(pcm: Int16Array): void;
+  heard(pcm: Int16Array): void;
 }
 
 /** A transfer done: nothing more to hold (REFER), or a bridge the phone call keeps until it ends. */
@@ -58,9 +74,11 @@ export const TRANSFER_REFUSED = "I'm sorry, I can't transfer this call. I'm stil
 export const TRANSFER_UNANSWERED = "I'm sorry, nobody answered at that number. I'm still here to help.";
 export const TRANSFER_BUSY = "I'm sorry, that line is busy. I'm still here to help.";
 export const TRANSFER_FAILED = "I'm sorry, I couldn't transfer your call. I'm still here to help.";
+export const TRANSFER_NOT_HUMAN = "I'm sorry, the transfer did not go through: I couldn't reach a person at that number. I'm still here to help.";
 
 const DEFAULT_REFER_WAIT_MS = 5000;
 const DEFAULT_RING_SECS = 30;
+const DEFAULT_DETECTION_SECS = 30;
 const RATE = 8000;
 
 /** The line a transfer dials from: its number, pace and the carrier line to the target. */
@@ -85,7 +103,9 @@ export class CallTransfers {
         log.info('transfer refused: no transfer source for an inbound call (or the source is no longer a dialing number)');
         return { ok: false, say: TRANSFER_REFUSED };
       }
-      if (req.option.type === 'warm_transfer') return await this.bridged(call, req, source, log);
+      // A REFER hands the caller to whoever answers: only when a person is not required.
+      const referable = req.option.type === 'cold_transfer' && req.option.transferOnlyIfHuman === false;
+      if (!referable) return await this.bridged(call, req, source, log);
       if (await this.refer(call, source, req.number, log)) {
         if (!call.dialog.destroyed) await call.dialog.destroy({ reason: 'transferred' }).catch(() => undefined);
         log.info('transferred by REFER');
@@ -156,28 +176,57 @@ export class CallTransfers {
     }
   }
 
-  /** A second call to the target (after the warm handoff, when asked), bridged to the caller. */
+  /**
+   * A second call to the target, bridged to the caller: the caller on hold meanwhile, the target checked for a person
+   * when asked, and the warm handoffs said first.
+   */
   private async bridged(call: TransferableCall, req: TransferRequest, source: SourceLine, log: Logger): Promise<TransferResult> {
     if (call.dialog.destroyed) return { ok: false, say: TRANSFER_FAILED };
-    const target = await this.dial(call, source, log);
-    if ('status' in target) return { ok: false, say: target.status === 'busy' ? TRANSFER_BUSY : target.status === 'unanswered' ? TRANSFER_UNANSWERED : TRANSFER_FAILED };
-    if (call.dialog.destroyed) {
-      await target.dialog.destroy({ reason: 'caller_gone' }).catch(() => undefined);
-      void target.leg.finish();
-      return { ok: false, say: TRANSFER_FAILED };
+    const { option } = req;
+    const hold = new HoldPlayer(call.leg, option.onHoldMusic ?? 'ringtone', call.recording && ((pcm) => call.recording!.heard(pcm)));
+    let target: Leg | null = null;
+    const giveUp = async (say: string): Promise<TransferResult> => {
+      if (target && !target.dialog.destroyed) await target.dialog.destroy({ reason: call.dialog.destroyed ? 'caller_gone' : 'not_transferred' }).catch(() => undefined);
+      if (target) void target.leg.finish();
+      return { ok: false, say };
+    };
+    try {
+      const dialed = await this.dial(call, source, log);
+      if ('status' in dialed) return { ok: false, say: dialed.status === 'busy' ? TRANSFER_BUSY : dialed.status === 'unanswered' ? TRANSFER_UNANSWERED : TRANSFER_FAILED };
+      target = dialed;
+      if (call.dialog.destroyed) return await giveUp(TRANSFER_FAILED);
+      if (option.transferOnlyIfHuman !== false) {
+        // Either side hanging up ends the wait for a verdict.
+        const gone = new AbortController();
+        const onGone = () => gone.abort();
+        const sides = [call.dialog, target.dialog];
+        for (const d of sides) d.once('destroy', onGone);
+        const timeoutMs = (option.detectionTimeout ?? DEFAULT_DETECTION_SECS) * 1000;
+        const { verdict, greetingMs } = await detectHuman(target.leg, { timeoutMs, signal: gone.signal }).finally(() => sides.forEach((d) => d.off('destroy', onGone)));
+        log.info({ verdict, greetingMs }, 'transfer target answered');
+        if (call.dialog.destroyed || target.dialog.destroyed) return await giveUp(TRANSFER_FAILED);
+        if (verdict !== 'human') return await giveUp(TRANSFER_NOT_HUMAN);
+      }
+      const warm = option.type === 'warm_transfer';
+      // The public handoff is written while the private one is said.
+      const announce = warm ? call.handoff(option.publicHandoffOption) : Promise.resolve('');
+      announce.catch(() => undefined);
+      const handoff = warm ? await call.handoff(option.privateHandoffOption) : '';
+      if (handoff) await this.speak(call, [target], handoff);
+      const publicText = await announce;
+      // The caller is joined now (to the public handoff, or the target): the hold sound stops.
+      hold.stop();
+      if (publicText && !target.dialog.destroyed) await this.speak(call, [target, { dialog: call.dialog, leg: call.leg }], publicText);
+      if (call.dialog.destroyed || target.dialog.destroyed) return await giveUp(TRANSFER_UNANSWERED);
+      log.info('transfer bridged to a second call');
+      return { ok: true, bridge: new Bridge({ dialog: call.dialog, leg: call.leg }, target, this.deps.logger, call.recording) };
+    } catch (err) {
+      // The handoff could not be said (synthesis failed): the target is not left on the line.
+      await giveUp(TRANSFER_FAILED);
+      throw err;
+    } finally {
+      hold.stop();
     }
-    const warm = req.option.type === 'warm_transfer';
-    const handoff = warm ? (req.option.privateHandoffOption?.prompt ?? '').trim() : '';
-    if (handoff) await this.speak(call, [target], handoff);
-    const announce = warm ? (req.option.publicHandoffOption?.prompt ?? '').trim() : '';
-    if (announce && !target.dialog.destroyed) await this.speak(call, [target, { dialog: call.dialog, leg: call.leg }], announce);
-    if (call.dialog.destroyed || target.dialog.destroyed) {
-      if (!target.dialog.destroyed) await target.dialog.destroy({ reason: 'caller_gone' }).catch(() => undefined);
-      void target.leg.finish();
-      return { ok: false, say: TRANSFER_UNANSWERED };
-    }
-    log.info('transfer bridged to a second call');
-    return { ok: true, bridge: new Bridge({ dialog: call.dialog, leg: call.leg }, target, this.deps.logger) };
   }
 
   /**
@@ -191,6 +240,7 @@ export class CallTransfers {
     for (const t of to) {
       t.leg.speaking = true;
       t.leg.send(pcm);
+      if (t.leg === call.leg) call.recording?.heard(pcm);
     }
     const until = Date.now() + (pcm.length / RATE) * 1000 + 2000;
     const gone = () => call.dialog.destroyed || to.some((t) => t.dialog.destroyed);
@@ -266,10 +316,12 @@ export class Bridge {
     private readonly caller: Leg,
     private readonly target: Leg,
     private readonly logger: Logger,
+    /** The caller's call recording: both sides go on being recorded until the bridge ends. */
+    recording?: Tap,
   ) {
     this.done = new Promise((r) => (this.resolve = r));
-    join(caller.leg, target.leg);
-    join(target.leg, caller.leg);
+    join(caller.leg, target.leg, recording && ((pcm) => recording.caller(pcm)));
+    join(target.leg, caller.leg, recording && ((pcm) => recording.heard(pcm)));
     caller.dialog.on('destroy', (info) => void this.stop(info.by === 'remote' ? 'caller_hangup' : info.reason));
     target.dialog.on('destroy', (info) => void this.stop(info.by === 'remote' ? 'target_hangup' : info.reason));
     target.leg.onError = (err) => {
@@ -297,10 +349,14 @@ export class Bridge {
   }
 }
 
-/** `from`'s audio and keypresses go out on `to`. */
-function join(from: MediaLeg, to: MediaLeg): void {
+/** `from`'s audio and keypresses go out on `to` (and the audio to `record`). */
+function join(from: MediaLeg, to: MediaLeg, record?: (pcm: Int16Array) => void): void {
   to.clear();
-  from.onAudio = (frame) => to.send(frame.slice());
+  from.onAudio = (frame) => {
+    const pcm = frame.slice();
+    to.send(pcm);
+    record?.(pcm);
+  };
   from.onDtmf = (digit) => {
     try {
       to.sendDtmf(digit);

@@ -1,6 +1,6 @@
 // Validation schema of each agent configuration field (wire names), with the ranges the wire doc gives.
 import { z } from 'zod';
-import { transferOptionSchema, workflowGraphSchema } from '../../engine/agent/brains/workflow-schema.js';
+import { transferOptionSchema, transferSettingsShape, workflowGraphSchema } from '../../engine/agent/brains/workflow-schema.js';
 import { canonicalZone, timezoneSchema } from './timezone.js';
 
 const LANGS = ['en', 'hi', 'mr', 'gu', 'ta', 'es', 'north_indic', 'bn', 'or'] as const;
@@ -54,6 +54,7 @@ const systemTool = z
     transferNumber: z.string().regex(E164, 'must be an E.164 number').optional(),
     // The wire marks it required; configs stored before it was checked omit it, so an absent one means cold_transfer.
     transferOption: transferOptionSchema.optional(),
+    ...transferSettingsShape,
     url: z.string().url().optional(),
     method: z.enum(HTTP_METHODS).optional(),
     timeout: z.number().int().min(1000).max(30000).optional(),

@@ -24,7 +24,7 @@ import { SampleBuffer } from '../stt/live.js';
 import { SpeechTracker, isBackchannel, looksComplete, rms } from '../turn/speech-tracker.js';
 import { OutputPacer } from './pacer.js';
 import { TurnSpeaker } from './speaker.js';
-import type { AgentSpec, Brain, BrainEvent, ToolCall, TransferOption, Vars } from './types.js';
+import type { AgentSpec, Brain, BrainEvent, HandoffOption, ToolCall, TransferOption, Vars } from './types.js';
 import { resample } from '../audio/resample.js';
 
 const SR = VAD_SAMPLE_RATE;
@@ -748,6 +748,25 @@ export class AgentSession {
     if (!text.trim()) return new Float32Array(0);
     const audio = await this.opts.registry.synthesize(this.opts.spec.voiceId, text, this.opts.spec.speed);
     return audio.sampleRate === rate ? audio.samples : resample(audio.samples, audio.sampleRate, rate);
+  }
+
+  /**
+   * A transfer handoff's words: `static` (or no type) as written; `prompt` written by the agent's language model from
+   * the prompt and the conversation so far. A brain without a model (workflow), or a model that fails, says the prompt
+   * as written.
+   */
+  async handoffText(handoff: HandoffOption | undefined): Promise<string> {
+    const text = (handoff?.prompt ?? '').trim();
+    const brain = this.opts.brain;
+    if (!text || handoff?.type !== 'prompt' || !brain.compose) return text;
+    try {
+      const written = await brain.compose(text, { variables: this.opts.variables, signal: AbortSignal.timeout(20_000) });
+      if (written) return written;
+    } catch {
+      // the error names the endpoint's problem; the prompt said as written still hands the call over
+    }
+    this.opts.emit({ type: 'error', code: 'handoff_not_written', message: 'The language model did not write the transfer handoff; its prompt is said as written' });
+    return text;
   }
 
   private recordAgent(text: string, interrupted: boolean): void {

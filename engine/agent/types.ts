@@ -81,6 +81,12 @@ export interface TransferOption {
   privateHandoffOption?: HandoffOption;
   /** Warm: said to the caller and the target together once they are bridged. */
   publicHandoffOption?: HandoffOption;
+  /** What the caller hears while the target rings (the tool's or node's `onHoldMusic`; `ringtone` when absent). */
+  onHoldMusic?: 'ringtone' | 'relaxing_sound' | 'uplifting_beats' | 'none';
+  /** Join the caller only to a person, not to voicemail (`transferOnlyIfHuman`; true when absent). */
+  transferOnlyIfHuman?: boolean;
+  /** Seconds to decide whether a person answered (`detectionTimeout`, 5-60; 30 when absent). */
+  detectionTimeout?: number;
 }
 
 /** What a brain produces for one reply, in order. */
@@ -118,4 +124,9 @@ export interface Brain {
   truncateLastReply(heardText: string): void;
   /** A user message that got no reply of its own (for example the user spoke again before the agent answered). */
   noteUser?(text: string): void;
+  /**
+   * Words to say outside the conversation (a transfer's handoff of type `prompt`), written from `instruction` and the
+   * conversation so far; the history is unchanged. Only brains with a language model have it.
+   */
+  compose?(instruction: string, ctx: BrainContext): Promise<string>;
 }

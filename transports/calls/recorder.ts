@@ -17,14 +17,38 @@ class Track {
   write(at: number, x: Float32Array): void {
     const end = Math.min(MAX_SAMPLES, at + x.length);
     if (end <= at) return;
-    if (end > this.data.length) {
-      const grown = new Float32Array(Math.min(MAX_SAMPLES, Math.max(end, this.data.length * 2)));
-      grown.set(this.data.subarray(0, this.length));
-      this.data = grown;
-    }
+    this.reserve(end);
     this.data.set(x.subarray(0, end - at), at);
     this.length = Math.max(this.length, end);
   }
+
+  /** Silence up to `to` (the track goes on from there). */
+  pad(to: number): void {
+    const end = Math.min(MAX_SAMPLES, to);
+    if (end <= this.length) return;
+    this.reserve(end);
+    this.length = end;
+  }
+
+  private reserve(end: number): void {
+    if (end <= this.data.length) return;
+    const grown = new Float32Array(Math.min(MAX_SAMPLES, Math.max(end, this.data.length * 2)));
+    grown.set(this.data.subarray(0, this.length));
+    this.data = grown;
+  }
+}
+
+/**
+ * Audio beyond the agent's turns (a transfer: the hold sound, handoffs, then the caller bridged to the target), placed
+ * on the wall clock from the moment it was opened: the session takes no caller audio meanwhile.
+ */
+export interface RecordingExtension {
+  /** What the caller said (16-bit at the extension's rate). */
+  caller(pcm: Int16Array): void;
+  /** What the caller heard besides the agent's turns. */
+  heard(pcm: Int16Array): void;
+  /** Done: the conversation's own audio (a transfer refused) goes on after the time the extension covered. */
+  end(): void;
 }
 
 export class CallRecorder {
@@ -53,6 +77,35 @@ export class CallRecorder {
     this.lastOutput = now;
     this.agent.write(this.agentAt, x);
     this.agentAt += x.length;
+  }
+
+  /** Opens a RecordingExtension for audio at `rate` Hz. */
+  extend(rate: number): RecordingExtension {
+    const origin = { at: Math.max(this.caller.length, this.agentAt), t: performance.now() };
+    const wall = () => origin.at + Math.round(((performance.now() - origin.t) * RATE) / 1000);
+    const stream = (track: Track) => {
+      const resampler = new Resampler(rate, RATE, { quality: qualityFor(rate) });
+      let at = 0;
+      let last = -Infinity;
+      return (pcm: Int16Array) => {
+        const x = resampler.push(Float32Array.from(pcm, (v) => v / 32768));
+        const now = performance.now();
+        // As for the agent's audio: a new stretch starts at the wall clock's "now", a continuing one right after.
+        if (now - last > 100) at = Math.max(at, wall());
+        last = now;
+        track.write(at, x);
+        at += x.length;
+      };
+    };
+    return {
+      caller: stream(this.caller),
+      heard: stream(this.agent),
+      end: () => {
+        const to = Math.max(wall(), this.agent.length);
+        this.caller.pad(to);
+        this.agentAt = Math.max(this.agentAt, to);
+      },
+    };
   }
 
   get hasAudio(): boolean {

@@ -16,7 +16,7 @@ import type { AgentMetrics } from './agent-metrics.js';
 import { createBrain, llmEndpoint } from './brains.js';
 import { deterministicAnalytics, llmAnalytics, type CallAnalytics } from './analytics.js';
 import { CallEvents } from './events.js';
-import { CallRecorder } from './recorder.js';
+import { CallRecorder, type RecordingExtension } from './recorder.js';
 import { CallTools, type ClientToolChannel } from './tools.js';
 import { resolveAgentTools } from '../../control-plane/tools/tools.js';
 import { recordingKey, type ObjectStore } from '../../control-plane/recordings/object-store.js';
@@ -66,6 +66,12 @@ export interface RunningCall {
   session: AgentSession;
   /** Resolves when the call has ended and its record is written. */
   finished: Promise<void>;
+  /**
+   * Records audio beyond the agent's turns into the call's recording (a transfer: hold sound, handoffs, the bridge);
+   * null when the call is not recorded. Ending it after the call has ended saves the recording again, longer; the
+   * record (duration, end time) stays as it was at the handover.
+   */
+  extendRecording(rate: number): (Omit<RecordingExtension, 'end'> & { end(): Promise<void> }) | null;
 }
 
 const CONVERSATION_TYPE: Record<CallType, string> = { webcall: 'webcall', telephony_inbound: 'telephonyInbound', telephony_outbound: 'telephonyOutbound' };
@@ -201,7 +207,7 @@ export class CallRuntime {
             writer.close();
             void writer
               .flushed()
-              .then(() => this.saveRecording(orgId, callId, recorder))
+              .then(() => saveRecording())
               .then((keys) =>
                 events.end(
                   { ...final, ...keys },
@@ -225,9 +231,25 @@ export class CallRuntime {
         emit(event);
       },
     });
+    // Saves go one after another: an extension ending after the call saves over the handover's copy, never under it.
+    let saving: Promise<{ recordingMono?: string; recordingDual?: string }> = Promise.resolve({});
+    const saveRecording = () => (saving = saving.catch(() => ({})).then(() => this.saveRecording(orgId, callId, recorder)));
+    const extendRecording = (rate: number) => {
+      if (!recorder) return null;
+      const extension = recorder.extend(rate);
+      return {
+        caller: extension.caller,
+        heard: extension.heard,
+        end: async () => {
+          extension.end();
+          if (!session.ended) return;
+          await saveRecording().catch((err: unknown) => logger.error({ err: err instanceof Error ? err.message : String(err), callId }, 'could not save the extended recording'));
+        },
+      };
+    };
     writer = new CallRecordWriter(db, callId, session.transcript, logger);
     session.start();
-    return { callId, session, finished };
+    return { callId, session, finished, extendRecording };
   }
 
   /**

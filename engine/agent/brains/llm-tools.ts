@@ -1,6 +1,7 @@
 // Turns an agent's wire tools (end_call, transfer_call, api_call, ...) into functions for the language model.
 import type { FunctionTool, TransferOption } from '../types.js';
-import { transferOptionSchema } from './workflow-schema.js';
+import { z } from 'zod';
+import { transferOptionSchema, transferSettingsShape } from './workflow-schema.js';
 
 /** Functions the brain acts on itself instead of handing them to the caller. */
 export interface SystemTools {
@@ -40,11 +41,17 @@ function parametersSchema(params: unknown): Record<string, unknown> {
   return { type: 'object', properties, ...(required.length ? { required } : {}) };
 }
 
-/** A tool's `transferOption` as the transfer event carries it; none when absent or unreadable (a cold transfer). */
-function transferOptionOf(raw: unknown): { option?: TransferOption } {
-  if (raw === undefined || raw === null) return {};
-  const parsed = transferOptionSchema.safeParse(raw);
-  return parsed.success ? { option: parsed.data as TransferOption } : {};
+/**
+ * A tool's `transferOption` with its sibling settings (`onHoldMusic`, `transferOnlyIfHuman`, `detectionTimeout`) as
+ * the transfer event carries them; none when all are absent (a cold transfer), an unreadable option counts as absent.
+ */
+export function transferOptionOf(tool: Record<string, unknown>): { option?: TransferOption } {
+  const raw = tool.transferOption;
+  const parsed = raw === undefined || raw === null ? null : transferOptionSchema.safeParse(raw);
+  const settings = z.object(transferSettingsShape).safeParse({ onHoldMusic: tool.onHoldMusic, transferOnlyIfHuman: tool.transferOnlyIfHuman, detectionTimeout: tool.detectionTimeout });
+  const extra = settings.success ? Object.fromEntries(Object.entries(settings.data).filter(([, v]) => v !== undefined)) : {};
+  if (!parsed?.success && !Object.keys(extra).length) return {};
+  return { option: { ...(parsed?.success ? (parsed.data as TransferOption) : { type: 'cold_transfer' }), ...extra } };
 }
 
 /** The functions for an agent's enabled tools, and which of them end or transfer the call. */
@@ -61,7 +68,7 @@ export function functionToolsFromAgentTools(tools: Record<string, unknown>[]): {
         break;
       case 'transfer_call':
         if (typeof t.transferNumber !== 'string') continue;
-        (systemTools.transfers ??= {})[t.name] = { number: t.transferNumber, ...transferOptionOf(t.transferOption) };
+        (systemTools.transfers ??= {})[t.name] = { number: t.transferNumber, ...transferOptionOf(t) };
         out.push({ ...base, parameters: NO_ARGUMENTS });
         break;
       case 'api_call':

@@ -119,6 +119,19 @@ export class LlmBrain implements Brain {
     this.history.push({ role: 'user', content: text });
   }
 
+  async compose(instruction: string, ctx: BrainContext): Promise<string> {
+    const body = this.requestBody(ctx);
+    delete body.tools;
+    delete body.tool_choice;
+    body.messages = [
+      ...(body.messages as unknown[]),
+      { role: 'system', content: `Write what to say now, following this instruction: ${instruction}\nAnswer with the words to speak only.` },
+    ];
+    let text = '';
+    for await (const piece of this.stream(ctx, [], body)) text += piece;
+    return text.trim();
+  }
+
   /** The request body for the current history. */
   requestBody(ctx: BrainContext): Record<string, unknown> {
     const { endpoint, tools } = this.opts;
@@ -169,7 +182,7 @@ export class LlmBrain implements Brain {
   }
 
   /** Sends the request and yields the reply's text pieces as they arrive; tool-call fragments gather in `calls`. */
-  private async *stream(ctx: BrainContext, calls: PendingCall[]): AsyncGenerator<string> {
+  private async *stream(ctx: BrainContext, calls: PendingCall[], body = this.requestBody(ctx)): AsyncGenerator<string> {
     const controller = new AbortController();
     const onAbort = () => controller.abort();
     ctx.signal.addEventListener('abort', onAbort, { once: true });
@@ -187,7 +200,7 @@ export class LlmBrain implements Brain {
       const res = await this.fetchImpl(`${this.opts.endpoint.baseUrl.replace(/\/+$/, '')}/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...(this.opts.endpoint.apiKey ? { authorization: `Bearer ${this.opts.endpoint.apiKey}` } : {}) },
-        body: JSON.stringify(this.requestBody(ctx)),
+        body: JSON.stringify(body),
         signal: controller.signal,
       });
       if (!res.ok) throw new LlmError('llm_unavailable', `LLM endpoint answered HTTP ${res.status}${await this.errorDetail(res)}`);

@@ -37,6 +37,16 @@ export const transferOptionSchema = z
   })
   .passthrough();
 
+/**
+ * The rest of a transfer's settings, beside `transferOption` on the `transfer_call` tool (wire) and on the workflow
+ * transfer node: what the caller hears while the target rings, and whether only a person may be joined.
+ */
+export const transferSettingsShape = {
+  onHoldMusic: z.enum(['ringtone', 'relaxing_sound', 'uplifting_beats', 'none']).optional(),
+  transferOnlyIfHuman: z.boolean().optional(),
+  detectionTimeout: z.number().int().min(5).max(60).optional(),
+};
+
 const node = z
   .object({
     id,
@@ -48,6 +58,7 @@ const node = z
     transferNumber: z.string().regex(E164, 'must be an E.164 number').optional(),
     /** Transfer nodes: how (cold by default). */
     transferOption: transferOptionSchema.optional(),
+    ...transferSettingsShape,
   })
   .passthrough();
 

@@ -11,7 +11,8 @@
 //       { "id": "bye", "type": "end_call", "text": "Goodbye." },
 //       { "id": "agent", "type": "transfer", "text": "Transferring you now.", "transferNumber": "+15550100",
 //         "transferOption": { "type": "warm_transfer",  // optional; cold_transfer by default
-//                             "privateHandoffOption": { "type": "static", "prompt": "A caller about billing." } } } ],
+//                             "privateHandoffOption": { "type": "static", "prompt": "A caller about billing." } },
+//         "onHoldMusic": "ringtone", "transferOnlyIfHuman": true, "detectionTimeout": 30 } ],  // optional, as on transfer_call
 //     "edges": [                                      // evaluated in order per node; first match wins
 //       { "from": "greet", "to": "bye", "condition": { "type": "keyword", "keywords": ["bye", "no thanks"] } },
 //       { "from": "greet", "to": "x", "condition": { "type": "regex", "pattern": "\\border\\b", "flags": "i" } },
@@ -25,9 +26,10 @@
 // end_call and transfer nodes are terminal: their text is followed by an end_call/transfer event, then replies yield nothing.
 // A transfer can be refused (a call type or line that cannot transfer): a transfer node with edges out of it is then
 // where the conversation goes on, from those edges; without edges it stays terminal.
-import type { Brain, BrainContext, BrainEvent, ChatMessage, TransferOption, Vars } from '../types.js';
+import type { Brain, BrainContext, BrainEvent, ChatMessage, Vars } from '../types.js';
 import { renderTemplate } from '../variables.js';
 import { pressedKeys } from '../keypad.js';
+import { transferOptionOf } from './llm-tools.js';
 import { parseWorkflowGraph, type WorkflowEdge, type WorkflowGraph, type WorkflowNode } from './workflow-schema.js';
 
 const DEFAULT_NO_MATCH = "Sorry, I didn't catch that.";
@@ -127,7 +129,7 @@ export class WorkflowBrain implements Brain {
     yield* this.say(override ?? renderTemplate(node.text ?? '', ctx.variables).trim(), ctx);
     if (ctx.signal.aborted) return;
     if (node.type === 'end_call') yield { type: 'end_call', reason: 'workflow_end' };
-    else if (node.type === 'transfer') yield { type: 'transfer', number: node.transferNumber!, ...(node.transferOption ? { option: node.transferOption as TransferOption } : {}) };
+    else if (node.type === 'transfer') yield { type: 'transfer', number: node.transferNumber!, ...transferOptionOf(node) };
   }
 
   private async *say(text: string, ctx: BrainContext): AsyncGenerator<BrainEvent> {
