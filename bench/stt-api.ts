@@ -16,7 +16,9 @@
 // near 15 min on 2 cores; latency depends on it), BENCH_POST_CONCURRENCY (default 2 = the server's inference slots),
 // BENCH_LATENCY_N (default 40; 0 skips), BENCH_SILENCE_MS (default 1000), BENCH_EOU_MS (optional eou_timeout_ms),
 // BENCH_PARTS (default raw,post,ws1,ws: which parts run), BENCH_BEAMS (default 5: the raw model and PARLEY_STT_BEAMS),
-// BENCH_LIVE_BEAMS (default 1: PARLEY_STT_LIVE_BEAMS, the server default), BENCH_EOU_COMPARE_MS (optional: the
+// BENCH_LIVE_BEAMS (default 1: PARLEY_STT_LIVE_BEAMS, the server default), BENCH_SHORT_WINDOW (default true: the raw
+// model and PARLEY_STT_SHORT_WINDOW, Whisper's shorter encoder window for clips up to 5 s; false for the 30 s window
+// every time, to compare on the same build), BENCH_EOU_COMPARE_MS (optional: the
 // one-socket part also streams every prompt with eou_timeout_ms set to this, alternating with the run without it,
 // so the adaptive end of utterance and a fixed silence are compared side by side).
 import { intEnv, stopAndCollectProblems, UNCAPPED_SESSIONS } from './lib/harness.js';
@@ -43,7 +45,9 @@ const GOAL_STREAM_VS_BATCH_POINTS = 1;
 const BEAMS = intEnv('BENCH_BEAMS', 5, 1);
 /** Beam width for live recognition (server default 1, greedy). */
 const LIVE_BEAMS = intEnv('BENCH_LIVE_BEAMS', 1, 1);
-const SERVER_ENV = { ...UNCAPPED_SESSIONS, PARLEY_WARM_MODELS: 'true', PARLEY_RATE_LIMIT_PER_MINUTE: '1000000', PARLEY_INFERENCE_QUEUE: '64', PARLEY_STT_BEAMS: String(BEAMS), PARLEY_STT_LIVE_BEAMS: String(LIVE_BEAMS) };
+/** Whisper's shorter encoder window for short clips (the server's default) or, when false, the 30 s window always. */
+const SHORT_WINDOW = (process.env.BENCH_SHORT_WINDOW ?? 'true') !== 'false';
+const SERVER_ENV = { ...UNCAPPED_SESSIONS, PARLEY_WARM_MODELS: 'true', PARLEY_RATE_LIMIT_PER_MINUTE: '1000000', PARLEY_INFERENCE_QUEUE: '64', PARLEY_STT_BEAMS: String(BEAMS), PARLEY_STT_LIVE_BEAMS: String(LIVE_BEAMS), PARLEY_STT_SHORT_WINDOW: String(SHORT_WINDOW) };
 
 const CONCURRENCY = intEnv('BENCH_CONCURRENCY', 6, 1);
 const POST_CONCURRENCY = intEnv('BENCH_POST_CONCURRENCY', 2, 1);
@@ -148,7 +152,7 @@ interface RawResult {
 async function runRaw(prompts: Prompt[], files: AsteriskPrompt[]): Promise<{ results: RawResult[]; loadMs: number }> {
   const cacheDir = process.env.PARLEY_DATA_DIR ? path.join(process.env.PARLEY_DATA_DIR, 'models-cache') : undefined;
   const t0 = performance.now();
-  const rec = await WhisperRecognizer.load({ cacheDir, intraOpNumThreads: 2 });
+  const rec = await WhisperRecognizer.load({ cacheDir, intraOpNumThreads: 2, shortWindow: SHORT_WINDOW });
   const loadMs = performance.now() - t0;
   try {
     const first = files[0];
@@ -737,7 +741,8 @@ for (const l of serverProblems.slice(0, 15)) console.log(`  ${l.slice(0, 400)}`)
 if (failure) console.log(`\nRUN FAILED: ${failure}`);
 console.log(`\ntotal run ${fmt(elapsedS() / 60)} min on ${os.cpus().length} CPUs; 1-min load average ${fmt(loadAvg.start, 2)} at the start, ${fmt(loadAvg.end ?? NaN, 2)} at the end`);
 
-const outFile = resultPath('stt-api');
+// A run with the 30 s window always (BENCH_SHORT_WINDOW=false) keeps its own file, to compare with the default's.
+const outFile = resultPath(SHORT_WINDOW ? 'stt-api' : 'stt-api-full-window');
 const result = {
   benchmark: 'stt-api',
   node: process.version,
@@ -762,7 +767,7 @@ const result = {
     trailingSilenceMs: SILENCE_MS,
     eouTimeoutMs: EOU_MS ?? null,
     eouCompareMs: EOU_COMPARE_MS ?? null,
-    raw: `WhisperRecognizer.load (intraOpNumThreads 2, beams ${BEAMS}), loadPrompt16k + splitAtPauses(30 s), as bench/stt-wer-raw.ts`,
+    raw: `WhisperRecognizer.load (intraOpNumThreads 2, beams ${BEAMS}, shortWindow ${SHORT_WINDOW}), loadPrompt16k + splitAtPauses(30 s), as bench/stt-wer-raw.ts`,
     post: 'POST /waves/v1/stt/?model=pulse&language=en, original WAV bytes, content-type audio/wav, 503 retried after 500 ms',
     ws: 'WSS /waves/v1/stt/live?model=pulse&language=en&sample_rate=8000&encoding=linear16; 20 ms linear16 chunks at real-time pace (drift-corrected), then silence, then close_stream; hypothesis = non-empty finals joined',
     latency: 'last audio chunk sent -> first non-empty final arriving after it; speechEnd variant from the chunk holding the last frame above -45 dBFS',

@@ -12,8 +12,10 @@
 //     out truncated, so long clips keep the full window here.
 //  C. Thread layout (BENCH_PARTS has "pool"): the production WhisperPool, BENCH_POOL_N short prompts submitted 4 at
 //     a time, with 1 worker x 2 threads, 2 x 1 and 2 x 2 (production), rounds interleaved.
-// Both A and B need a graph edit, done here in memory on the prepared model (see editForBatchAndWindow); the
-// production graph runs too, as the reference, and "edited, 30 s" must give its text at its speed.
+// B's edit (the window as an input) is production's since issue 15 (engine/models/whisper/prepare.ts, with the
+// policy encoderWindow in recognizer.ts); A's (any batch size) is done here in memory on top of it (editForBatch).
+// The graph before the window edit runs too, as the reference ("graph without window input", what production ran
+// before issue 15), and "edited, 30 s" must give its text at its speed.
 // Session settings as production (engine/models/defaults.ts, onnx.ts): 2 intra-op threads, no spinning; beams 1
 // (live) and 5 (whole file). WER as bench/stt-api.ts's raw part (corpus WER, plain and full normalisation, prompts
 // over 30 s split at pauses and always run with the full window).
@@ -30,14 +32,15 @@ import os from 'node:os';
 import fs, { writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import onnxProto from 'onnx-proto';
-import type { onnx as OnnxTypes } from 'onnx-proto';
 import { intEnv } from './lib/harness.js';
 import { asteriskCorpusAvailable, listAsteriskPrompts, loadPrompt16k, splitAtPauses, type AsteriskPrompt } from './lib/asterisk-corpus.js';
 import { scoreText, sumErrors, wer, type WordErrors } from './lib/wer.js';
 import { printTable, quantile, resultPath } from './lib/report.js';
 import { createCpuSession, ort } from '../engine/models/onnx.js';
 import { STT_DEFAULTS } from '../engine/models/defaults.js';
-import { prepareWhisperModel, WhisperTokenizer, WHISPER_MAX_SAMPLES, type WhisperVocab } from '../engine/models/whisper/index.js';
+import {
+  defaultWhisperSourcePath, editWhisperModel, encoderWindow, prepareWhisperModel, SHORT_CLIP_SECONDS, WhisperTokenizer, WHISPER_FULL_WINDOW, WHISPER_MAX_SAMPLES, type WhisperVocab,
+} from '../engine/models/whisper/index.js';
 import { WhisperPool } from '../engine/models/whisper/pool.js';
 
 const { onnx } = onnxProto;
@@ -49,10 +52,7 @@ const POOL_N = intEnv('BENCH_POOL_N', 40, 4);
 const NICE = intEnv('BENCH_NICE', 10, 0);
 const THREADS = STT_DEFAULTS.threads;
 const BATCH_SIZES = [1, 2, 3, 4];
-const SHORT_S = 5;
-/** Log-mel frames per second of 16 kHz audio (hop 160). */
-const FRAMES_PER_S = 100;
-const FULL_WINDOW = 3000;
+const SHORT_S = SHORT_CLIP_SECONDS;
 /** The graph's STFT reflect-pads 200 samples a side; shorter input is zero-padded to this (as recognizer.ts). */
 const MIN_SAMPLES = 1600;
 
@@ -63,16 +63,14 @@ const pct = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(2)}%` : 'n
 const median = (xs: readonly number[]) => quantile(xs, 0.5);
 
 // ---------------------------------------------------------------------------------------------------------
-// The graph edit
+// The batch edit
 // ---------------------------------------------------------------------------------------------------------
 /**
- * On the prepared graph (prepare.ts): (1) `audio_pcm` takes any batch size (declared [1, N]); (2) the log-mel floor
- * (max - 8, Whisper's clamp) is taken per row: ReduceMax had no axes, so in a batch every row's floor would come
- * from the loudest row (measured: changes text); (3) the window becomes an input `window_frames` (int64 scalar,
- * even, >= the clip's frames) in place of the constant 3000, and the encoder's positional embedding [1500, 384] is
- * sliced to the encoder's length, so a shorter window runs a shorter encoder.
+ * On the prepared graph (prepare.ts, which already takes `window_frames`): (1) `audio_pcm` takes any batch size
+ * (declared [1, N]); (2) the log-mel floor (max - 8, Whisper's clamp) is taken per row: ReduceMax had no axes, so in
+ * a batch every row's floor would come from the loudest row (measured: changes text).
  */
-export function editForBatchAndWindow(prepared: Uint8Array): Uint8Array {
+export function editForBatch(prepared: Uint8Array): Uint8Array {
   const model = onnx.ModelProto.decode(prepared);
   const graph = model.graph;
   if (!graph?.node || !graph.input) throw new Error('whisper model: no graph');
@@ -88,64 +86,7 @@ export function editForBatchAndWindow(prepared: Uint8Array): Uint8Array {
     onnx.AttributeProto.create({ name: 'axes', type: onnx.AttributeProto.AttributeType.INTS, ints: [1, 2] }),
     onnx.AttributeProto.create({ name: 'keepdims', type: onnx.AttributeProto.AttributeType.INT, i: 1 }),
   ];
-
-  // The 3000 the log-mel is padded to: a scalar int64 Constant feeding a Sub.
-  const windowConst = graph.node.filter((n) => n.opType === 'Constant' && int64Scalar(n) === FULL_WINDOW);
-  const windowOut = windowConst[0]?.output?.[0];
-  const consumers = graph.node.filter((n) => windowOut && n.input?.includes(windowOut));
-  if (windowConst.length !== 1 || !windowOut || consumers.length !== 1 || consumers[0]?.opType !== 'Sub') throw new Error('whisper model: expected one constant 3000 feeding a Sub');
-  graph.node = graph.node.filter((n) => n !== windowConst[0]);
-  consumers[0].input = consumers[0].input!.map((i) => (i === windowOut ? 'window_frames' : i));
-  graph.input.push(
-    onnx.ValueInfoProto.create({
-      name: 'window_frames',
-      type: onnx.TypeProto.create({ tensorType: onnx.TypeProto.Tensor.create({ elemType: onnx.TensorProto.DataType.INT64, shape: onnx.TensorShapeProto.create({ dim: [] }) }) }),
-    }),
-  );
-
-  const beam = graph.node.find((n) => n.opType === 'BeamSearch');
-  const encoder = beam?.attribute?.find((a) => a.name === 'encoder')?.g;
-  const decoder = beam?.attribute?.find((a) => a.name === 'decoder')?.g;
-  if (!encoder?.node || !decoder) throw new Error('whisper model: no BeamSearch encoder/decoder subgraphs');
-  const posName = encoder.initializer?.find((t) => t.name?.endsWith('encoder.embed_positions.weight'))?.name;
-  const addIndex = encoder.node.findIndex((n) => n.opType === 'Add' && posName && n.input?.includes(posName));
-  const add = encoder.node[addIndex];
-  const hidden = add?.input?.find((i) => i !== posName);
-  if (!posName || !add || !hidden) throw new Error('whisper model: no Add of the encoder positional embedding');
-  // pos[0 : hidden.shape[1]] (hidden: [batch, window / 2, 384]).
-  encoder.initializer!.push(onnx.TensorProto.create({ name: 'parley_zero', dataType: onnx.TensorProto.DataType.INT64, dims: [1], int64Data: [0] }));
-  const slice = [
-    onnx.NodeProto.create({ opType: 'Shape', name: 'parley_pos_len', input: [hidden], output: ['parley_pos_len_out'], attribute: [
-      onnx.AttributeProto.create({ name: 'start', type: onnx.AttributeProto.AttributeType.INT, i: 1 }),
-      onnx.AttributeProto.create({ name: 'end', type: onnx.AttributeProto.AttributeType.INT, i: 2 }),
-    ] }),
-    onnx.NodeProto.create({ opType: 'Slice', name: 'parley_pos_slice', input: [posName, 'parley_zero', 'parley_pos_len_out', 'parley_zero'], output: ['parley_pos_sliced'] }),
-  ];
-  add.input = add.input!.map((i) => (i === posName ? 'parley_pos_sliced' : i));
-  encoder.node.splice(addIndex, 0, ...slice);
-  // The subgraphs declare 3000 frames / 1500 encoder positions; make those symbolic and drop the stored
-  // intermediate shapes (onnxruntime re-infers them), else loading fails shape inference.
-  for (const g of [encoder, decoder]) {
-    for (const v of [...(g.input ?? []), ...(g.output ?? [])]) {
-      for (const d of v.type?.tensorType?.shape?.dim ?? []) {
-        const n = Number(d.dimValue ?? 0);
-        if (n === FULL_WINDOW || n === FULL_WINDOW / 2) {
-          d.dimValue = null;
-          d.dimParam = n === FULL_WINDOW ? 'window_frames' : 'encoder_length';
-        }
-      }
-    }
-    g.valueInfo = [];
-  }
   return onnx.ModelProto.encode(model).finish();
-}
-
-function int64Scalar(n: OnnxTypes.INodeProto): number | undefined {
-  const t = n.attribute?.[0]?.t;
-  if (!t || t.dataType !== onnx.TensorProto.DataType.INT64 || (t.dims ?? []).length !== 0) return undefined;
-  if (t.rawData && t.rawData.length === 8) return Number(Buffer.from(t.rawData).readBigInt64LE());
-  const v = t.int64Data?.[0];
-  return v === undefined ? undefined : Number(v);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -153,29 +94,23 @@ function int64Scalar(n: OnnxTypes.INodeProto): number | undefined {
 // ---------------------------------------------------------------------------------------------------------
 interface Policy {
   name: string;
-  /** Window in log-mel frames for a clip of n samples (undefined: the production graph, no window input). */
+  /** Window in log-mel frames for a clip of n samples (undefined: the graph without window input). */
   window?: (n: number) => number;
   /** Maximum tokens for a clip of n samples (default 224, as production). */
   maxLength?: (n: number) => number;
 }
 
-/**
- * Tokens in proportion to the clip: 4 (the prompt) + 10 a second, at most 224. Speech here is at most ~5 tokens a
- * second, so this only cuts repetition loops short (a short window makes them common).
- */
-const tokenCap = (n: number) => Math.min(224, 4 + Math.ceil((n / 16_000) * 10));
-/**
- * Clips up to 5 s get a `windowS` window, longer ones the full 30 s (with a window just over the clip, long clips
- * came out truncated, e.g. a 22 s prompt transcribed only to ~10 s); with the token cap.
- */
+/** The token cap of production's policy (encoderWindow): 4 (the prompt) + 10 tokens a second, at most 224. */
+const tokenCap = (n: number) => encoderWindow(n, 1).maxLength;
+/** Production's greedy policy (encoderWindow) with a `windowS` window for clips up to 5 s (production: 20 s, greedy only). */
 const shortWindow = (windowS: number): Policy => ({
   name: `<= ${SHORT_S} s: ${windowS} s window, cap`,
-  window: (n) => (n <= SHORT_S * 16_000 ? windowS * FRAMES_PER_S : FULL_WINDOW),
+  window: (n) => encoderWindow(n, 1, windowS).windowFrames,
   maxLength: tokenCap,
 });
-const PROD: Policy = { name: 'production graph' };
-const PROD_CAP: Policy = { name: 'production graph, cap', maxLength: tokenCap };
-const EDITED_30: Policy = { name: 'edited, 30 s', window: () => FULL_WINDOW };
+const PROD: Policy = { name: 'graph without window input' };
+const PROD_CAP: Policy = { name: 'graph without window input, cap', maxLength: tokenCap };
+const EDITED_30: Policy = { name: 'edited, 30 s', window: () => WHISPER_FULL_WINDOW };
 
 class Runner {
   constructor(
@@ -199,7 +134,7 @@ class Runner {
       repetition_penalty: new ort.Tensor('float32', Float32Array.of(1), [1]),
     };
     if (policy.window) feeds.window_frames = new ort.Tensor('int64', BigInt64Array.of(BigInt(policy.window(n))), []);
-    else if (rows.length !== 1) throw new Error('the production graph takes one row');
+    else if (rows.length !== 1) throw new Error('the graph without window input takes one row');
     const out = await (policy.window ? this.edited : this.prod).run(feeds);
     const seq = out.sequences;
     if (!seq) throw new Error('whisper: no sequences');
@@ -444,8 +379,8 @@ const shortPrompts = spread(
 const prepared = await prepareWhisperModel();
 const vocab = JSON.parse(fs.readFileSync(prepared.vocabPath, 'utf8')) as WhisperVocab;
 const sessionOpts = { intraOpNumThreads: THREADS, allowSpinning: false };
-const prod = await createCpuSession(prepared.modelPath, sessionOpts);
-const edited = await createCpuSession(editForBatchAndWindow(fs.readFileSync(prepared.modelPath)), sessionOpts);
+const prod = await createCpuSession(editWhisperModel(fs.readFileSync(defaultWhisperSourcePath()), { window: false }).model, sessionOpts);
+const edited = await createCpuSession(editForBatch(fs.readFileSync(prepared.modelPath)), sessionOpts);
 const runner = new Runner(prod, edited, new WhisperTokenizer(vocab));
 for (const p of [PROD, EDITED_30, shortWindow(15)]) await runner.run([shortPrompts[0]!.audio], 1, p); // warm-up
 log(`${files.length} speech prompts for the window part, ${shortPrompts.length} short ones for batching; ${THREADS} threads, nice ${os.getPriority()}, load ${fmt(os.loadavg()[0] ?? NaN, 2)}`);
@@ -473,8 +408,8 @@ if (batchRows.length) {
 }
 if (windowRows.length) {
   printTable(
-    `B. Encoder window: ${files.length} speech prompts, every policy on every prompt in rotating order; speedup = total time of the production graph / this`,
-    ['beams', 'policy', 'total s', 'p50 ms', `p50 ms <= ${SHORT_S} s`, 'speedup', 'WER plain', 'WER full', 'same text as production'],
+    `B. Encoder window: ${files.length} speech prompts, every policy on every prompt in rotating order; speedup = total time of the graph without window input / this`,
+    ['beams', 'policy', 'total s', 'p50 ms', `p50 ms <= ${SHORT_S} s`, 'speedup', 'WER plain', 'WER full', 'same text as without window input'],
     windowRows.map((r) => [String(r.beams), r.policy, fmt(r.totalS, 1), fmt(r.promptMsP50), fmt(r.shortMsP50), fmt(r.speedup, 2), pct(r.werPlain), pct(r.werFull), `${r.sameText}/${r.prompts}`]),
     2,
   );

@@ -134,6 +134,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
     sttBeams: settings.sttBeams,
     sttLiveBeams: settings.sttLiveBeams,
     sttThreads: settings.sttThreads,
+    sttShortWindow: settings.sttShortWindow,
     workerNice: settings.inferenceNice,
   });
   metrics.watchInference(registry.queue);

@@ -164,7 +164,9 @@ describe.each(testDialects())('a chat flood on %s', (dialect) => {
     await caller.waitFor((f) => f.type === 'error' && f.code === 'rate_limited');
     await sleep(200);
     const refused = caller.of('error', (f) => f.code === 'rate_limited').length;
-    expect(refused).toBeGreaterThanOrEqual(10);
+    // About 11.5 of the 30 are over the burst; the bucket also refills (2 s of audio a second) while a loaded machine
+    // takes its time over the 30 MB, so a few more may pass. Without metering none would be refused.
+    expect(refused).toBeGreaterThanOrEqual(6);
     expect(refused).toBeLessThanOrEqual(12);
     expect(caller.closeCode).toBeNull();
     caller.ws.close();
@@ -234,7 +236,10 @@ describe.each(testDialects())('live sockets on %s: idle timeout and concurrent-s
     expect(Date.now() - started).toBeGreaterThanOrEqual(1900);
     expect(silent.messages.at(-1)).toMatchObject({ type: 'error', status: 'error' });
     await sleep(1500);
-    expect(talking.ws.readyState).toBe(WebSocket.OPEN);
+    let talkingClosed = 'still open';
+    void talking.closed.then((c) => (talkingClosed = `closed ${c.code} ${c.reason}; messages ${JSON.stringify(talking.messages)}`));
+    await sleep(0);
+    expect(talking.ws.readyState, talkingClosed).toBe(WebSocket.OPEN);
     clearInterval(feeding);
     talking.ws.close();
     await talking.closed;

@@ -1,6 +1,7 @@
 // The outbound-call far ends (test/support/sip-callee.ts) proven against our own UAC: the sipp carrier's answer modes,
 // RTP echo, digest challenge and microsecond INVITE log under a paced burst of held calls; the baresip callee's answer,
 // its speech and its recording of ours.
+import { spawnSync } from 'node:child_process';
 import dgram from 'node:dgram';
 import { readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -154,7 +155,9 @@ describe('sipp carrier', () => {
   });
 
   it('logs 20 INVITEs sent 30 ms apart with their spacing to the millisecond, and holds the calls side by side', async () => {
-    const carrier = await startSippCarrier({ answer: 'ok', holdMs: 400, calls: 20, timeoutS: 15 });
+    // SCHED_FIFO where allowed (as bench:outbound runs it): a sipp starved of CPU logs arrivals late, in bunches.
+    const realtime = spawnSync('chrt', ['-f', '20', 'true']).status === 0;
+    const carrier = await startSippCarrier({ answer: 'ok', holdMs: 400, calls: 20, timeoutS: 15, realtime });
     const numbers = Array.from({ length: 20 }, (_, i) => `+1555010${String(i).padStart(2, '0')}`);
     const sentAt: number[] = [];
     const calls: Promise<DialogDestroyInfo>[] = [];
@@ -170,15 +173,18 @@ describe('sipp carrier', () => {
     const arrivals = carrier.arrivals();
     expect(arrivals.map((a) => a.to)).toEqual(numbers);
     let worst = 0;
+    const gaps: number[] = [];
     for (let i = 1; i < 20; i++) {
       const gap = arrivals[i]!.at - arrivals[i - 1]!.at;
       const sentGap = sentAt[i]! - sentAt[i - 1]!;
-      expect(gap).toBeGreaterThan(25);
-      expect(gap).toBeLessThan(40);
-      // The log's clock follows our sending to within a few ms.
+      gaps.push(gap);
+      // The log's clock follows our sending to within a few ms (also where a loaded machine delayed a send).
       expect(Math.abs(gap - sentGap)).toBeLessThan(5);
       worst = Math.max(worst, Math.abs(gap - sentGap));
     }
+    const median = [...gaps].sort((a, b) => a - b)[9]!;
+    expect(median).toBeGreaterThan(25);
+    expect(median).toBeLessThan(40);
     console.log(`20 INVITEs: logged gaps follow the sent gaps to within ${worst.toFixed(3)} ms`);
     expect(Math.abs(arrivals[0]!.at - sentAt[0]!)).toBeLessThan(20);
   });

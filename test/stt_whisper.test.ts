@@ -46,6 +46,7 @@ describe('model preparation', () => {
         'num_return_sequences',
         'length_penalty',
         'repetition_penalty',
+        'window_frames',
       ]);
       expect(session.outputNames).toEqual(['sequences']);
     } finally {

@@ -57,6 +57,8 @@ export interface RegistryOptions {
    * final when the server is not busy; when both workers are busy they share the cores (bench figures in the README).
    */
   sttThreads?: number;
+  /** Shorter Whisper encoder window for clips up to 5 s (default true; see encoderWindow in whisper/recognizer.ts). */
+  sttShortWindow?: boolean;
   /** Nice value of the recognition and synthesis worker threads (see WhisperPoolOptions.nice). */
   workerNice?: number;
 }
@@ -136,7 +138,7 @@ export class ModelRegistry {
 
   /** Whisper on worker threads (one per concurrent inference slot), so recognition never blocks the event loop. */
   recognizer(): Promise<WhisperPool> {
-    this.recognizerP ??= WhisperPool.start({ size: this.opts.concurrency, cacheDir: this.opts.cacheDir, intraOpNumThreads: this.opts.sttThreads ?? STT_DEFAULTS.threads, nice: this.opts.workerNice });
+    this.recognizerP ??= WhisperPool.start({ size: this.opts.concurrency, cacheDir: this.opts.cacheDir, intraOpNumThreads: this.opts.sttThreads ?? STT_DEFAULTS.threads, nice: this.opts.workerNice, shortWindow: this.opts.sttShortWindow });
     return this.recognizerP;
   }
 

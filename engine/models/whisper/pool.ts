@@ -21,6 +21,8 @@ export interface WhisperPoolOptions {
    * Runtime starts inside a worker inherit it.
    */
   nice?: number;
+  /** Shorter encoder window for short clips (default true; see encoderWindow in recognizer.ts). */
+  shortWindow?: boolean;
 }
 
 export class WhisperPool {
@@ -49,7 +51,7 @@ export class WhisperPool {
     const slots = await Promise.all(
       Array.from({ length: Math.max(1, opts.size) }, async () => {
         const worker = new Worker(new URL('./worker-entry.mjs', import.meta.url), {
-          workerData: { cacheDir: opts.cacheDir, intraOpNumThreads: opts.intraOpNumThreads ?? 1, nice: opts.nice ?? 0 },
+          workerData: { cacheDir: opts.cacheDir, intraOpNumThreads: opts.intraOpNumThreads ?? 1, nice: opts.nice ?? 0, shortWindow: opts.shortWindow ?? true },
         });
         worker.unref();
         await new Promise<void>((resolve, reject) => {

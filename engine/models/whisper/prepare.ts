@@ -1,4 +1,5 @@
-// Turns the speech-transcriber Whisper graph into one onnxruntime-node can load (BpeDecoder removed) and caches it.
+// Turns the speech-transcriber Whisper graph into one onnxruntime-node can load (BpeDecoder removed), with the
+// encoder window as an input, and caches it.
 import { createRequire } from 'node:module';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
@@ -10,9 +11,11 @@ import type { WhisperVocab } from './tokenizer.js';
 
 const { onnx } = onnxProto;
 
-/** Bump when the edit or the vocab format changes so old cache entries are ignored. */
-const PREPARE_FORMAT = 1;
+/** Bump when the edit or the vocab format changes so old cache entries are ignored. 2: the `window_frames` input. */
+const PREPARE_FORMAT = 2;
 const CONTRIB_DOMAIN = 'ai.onnx.contrib';
+/** Log-mel frames of Whisper's own 30 s window (hop 160 at 16 kHz); the encoder halves them to 1500 positions. */
+export const WHISPER_FULL_WINDOW = 3000;
 
 export interface PrepareWhisperOptions {
   /** Source model; defaults to speech-transcriber's dist/model/whisper_cpu_int8_0_model.onnx. */
@@ -57,8 +60,12 @@ export async function prepareWhisperModel(opts: PrepareWhisperOptions = {}): Pro
   return { modelPath, vocabPath, built: true };
 }
 
-/** The graph edit itself: drop BpeDecoder + its Cast, output int32 `sequences`, return the vocabulary. */
-export function editWhisperModel(source: Uint8Array): { model: Uint8Array; vocab: WhisperVocab } {
+/**
+ * The graph edit itself: drop BpeDecoder + its Cast, output int32 `sequences`, return the vocabulary; with `window`
+ * (default true) the encoder window becomes the input `window_frames` (see addWindowInput). `window: false` gives the
+ * graph before that edit (bench/whisper-batch.ts runs it as the reference).
+ */
+export function editWhisperModel(source: Uint8Array, opts: { window?: boolean } = {}): { model: Uint8Array; vocab: WhisperVocab } {
   const model = onnx.ModelProto.decode(source);
   const graph = model.graph;
   if (!graph?.node) throw new Error('whisper model: no graph');
@@ -90,7 +97,76 @@ export function editWhisperModel(source: Uint8Array): { model: Uint8Array; vocab
     }),
   ];
   model.opsetImport = model.opsetImport.filter((o) => o.domain !== CONTRIB_DOMAIN);
+  if (opts.window ?? true) addWindowInput(graph);
   return { model: onnx.ModelProto.encode(model).finish(), vocab };
+}
+
+/**
+ * Whisper's graph pads the log-mel to a constant 3000 frames, so a 1 s clip costs the encoder as much as a 29 s one.
+ * This makes that constant the input `window_frames` (int64 scalar, even, at least the clip's frames) and slices
+ * the encoder's positional embedding [1500, 384] to the encoder's length (whisper.cpp's audio_ctx), so a shorter
+ * window runs a shorter encoder; with 3000 the graph computes what it did before. Which window a clip gets is
+ * recognizer.ts's encoderWindow.
+ */
+function addWindowInput(graph: OnnxTypes.IGraphProto): void {
+  const nodes = graph.node ?? [];
+  // The 3000 the log-mel is padded to: a scalar int64 Constant feeding a Sub.
+  const windowConst = nodes.filter((n) => n.opType === 'Constant' && int64Scalar(n) === WHISPER_FULL_WINDOW);
+  const windowOut = windowConst[0]?.output?.[0];
+  const consumers = nodes.filter((n) => windowOut && n.input?.includes(windowOut));
+  if (windowConst.length !== 1 || !windowOut || consumers.length !== 1 || consumers[0]?.opType !== 'Sub') throw new Error('whisper model: expected one constant 3000 feeding a Sub');
+  graph.node = nodes.filter((n) => n !== windowConst[0]);
+  consumers[0].input = consumers[0].input!.map((i) => (i === windowOut ? 'window_frames' : i));
+  graph.input = [
+    ...(graph.input ?? []),
+    onnx.ValueInfoProto.create({
+      name: 'window_frames',
+      type: onnx.TypeProto.create({ tensorType: onnx.TypeProto.Tensor.create({ elemType: onnx.TensorProto.DataType.INT64, shape: onnx.TensorShapeProto.create({ dim: [] }) }) }),
+    }),
+  ];
+
+  const beam = graph.node.find((n) => n.opType === 'BeamSearch');
+  const encoder = beam?.attribute?.find((a) => a.name === 'encoder')?.g;
+  const decoder = beam?.attribute?.find((a) => a.name === 'decoder')?.g;
+  if (!encoder?.node || !decoder) throw new Error('whisper model: no BeamSearch encoder/decoder subgraphs');
+  const posName = encoder.initializer?.find((t) => t.name?.endsWith('encoder.embed_positions.weight'))?.name;
+  const addIndex = encoder.node.findIndex((n) => n.opType === 'Add' && posName && n.input?.includes(posName));
+  const add = encoder.node[addIndex];
+  const hidden = add?.input?.find((i) => i !== posName);
+  if (!posName || !add || !hidden) throw new Error('whisper model: no Add of the encoder positional embedding');
+  // pos[0 : hidden.shape[1]] (hidden: [batch, window / 2, 384]).
+  encoder.initializer!.push(onnx.TensorProto.create({ name: 'parley_zero', dataType: onnx.TensorProto.DataType.INT64, dims: [1], int64Data: [0] }));
+  const slice = [
+    onnx.NodeProto.create({ opType: 'Shape', name: 'parley_pos_len', input: [hidden], output: ['parley_pos_len_out'], attribute: [
+      onnx.AttributeProto.create({ name: 'start', type: onnx.AttributeProto.AttributeType.INT, i: 1 }),
+      onnx.AttributeProto.create({ name: 'end', type: onnx.AttributeProto.AttributeType.INT, i: 2 }),
+    ] }),
+    onnx.NodeProto.create({ opType: 'Slice', name: 'parley_pos_slice', input: [posName, 'parley_zero', 'parley_pos_len_out', 'parley_zero'], output: ['parley_pos_sliced'] }),
+  ];
+  add.input = add.input!.map((i) => (i === posName ? 'parley_pos_sliced' : i));
+  encoder.node.splice(addIndex, 0, ...slice);
+  // The subgraphs declare 3000 frames / 1500 encoder positions; make those symbolic and drop the stored
+  // intermediate shapes (onnxruntime re-infers them), else loading fails shape inference.
+  for (const g of [encoder, decoder]) {
+    for (const v of [...(g.input ?? []), ...(g.output ?? [])]) {
+      for (const d of v.type?.tensorType?.shape?.dim ?? []) {
+        const n = Number(d.dimValue ?? 0);
+        if (n === WHISPER_FULL_WINDOW || n === WHISPER_FULL_WINDOW / 2) {
+          d.dimValue = null;
+          d.dimParam = n === WHISPER_FULL_WINDOW ? 'window_frames' : 'encoder_length';
+        }
+      }
+    }
+    g.valueInfo = [];
+  }
+}
+
+function int64Scalar(n: OnnxTypes.INodeProto): number | undefined {
+  const t = n.attribute?.[0]?.t;
+  if (!t || t.dataType !== onnx.TensorProto.DataType.INT64 || (t.dims ?? []).length !== 0) return undefined;
+  if (t.rawData && t.rawData.length === 8) return Number(Buffer.from(t.rawData).readBigInt64LE());
+  const v = t.int64Data?.[0];
+  return v === undefined ? undefined : Number(v);
 }
 
 function vocabFromAttributes(attrs: OnnxTypes.IAttributeProto[]): WhisperVocab {

@@ -1,7 +1,7 @@
 // Whisper tiny.en recognizer: 16 kHz float samples (at most 30 s) in, text and token ids out, one shared session.
 import fs from 'node:fs/promises';
 import { createCpuSession, ort } from '../onnx.js';
-import { prepareWhisperModel, type PrepareWhisperOptions } from './prepare.js';
+import { prepareWhisperModel, WHISPER_FULL_WINDOW, type PrepareWhisperOptions } from './prepare.js';
 import { WhisperTokenizer, type WhisperVocab } from './tokenizer.js';
 
 export const WHISPER_SAMPLE_RATE = 16_000;
@@ -9,6 +9,37 @@ export const WHISPER_SAMPLE_RATE = 16_000;
 export const WHISPER_MAX_SAMPLES = 30 * WHISPER_SAMPLE_RATE;
 /** The graph's STFT reflect-pads 200 samples each side, so shorter input is zero-padded to this length. */
 const MIN_SAMPLES = WHISPER_SAMPLE_RATE / 10;
+/** Log-mel frames per second (hop 160 at 16 kHz). */
+const FRAMES_PER_S = 100;
+/** Clips up to this long get a shorter encoder window (see encoderWindow). */
+export const SHORT_CLIP_SECONDS = 5;
+/** Whisper's default and limit on tokens (prompt included) are 224 and 448. */
+const DEFAULT_MAX_LENGTH = 224;
+
+export interface EncoderWindow {
+  /** The `window_frames` input: log-mel frames the encoder sees (3000 = Whisper's 30 s). */
+  windowFrames: number;
+  /** Upper bound on tokens, prompt included. */
+  maxLength: number;
+}
+
+/**
+ * The window policy (issue 15). Greedy decoding (live finals and interims, agent turns): clips up to 5 s get a 20 s
+ * window (bench/whisper-batch.ts, in process, all 551 Asterisk speech prompts: 1.60x faster, WER full normalisation
+ * 4.78 -> 4.93%; bench/stt-api.ts through the server, live: 5.25 -> 5.19% on 276 prompts); longer clips keep 30 s
+ * (with a window just over the clip, long clips came out truncated and shorter windows made Whisper mishear). With a
+ * short window Whisper sometimes loops ("7. 7. 7. ..."), so greedy tokens are capped in proportion to the clip:
+ * 4 (the prompt) + 10 a second, about twice the fastest speech in the corpus (the cap alone changed no text there).
+ * Beam search (whole files) keeps 30 s: through the server a 15 s window cost 0.49 points there and 20 s 0.38.
+ * `shortWindowS` overrides the short window (the bench tries others).
+ */
+export function encoderWindow(samples: number, beams: number, shortWindowS = 20): EncoderWindow {
+  if (beams > 1) return { windowFrames: WHISPER_FULL_WINDOW, maxLength: DEFAULT_MAX_LENGTH };
+  return {
+    windowFrames: samples <= SHORT_CLIP_SECONDS * WHISPER_SAMPLE_RATE ? shortWindowS * FRAMES_PER_S : WHISPER_FULL_WINDOW,
+    maxLength: Math.min(DEFAULT_MAX_LENGTH, 4 + Math.ceil((samples / WHISPER_SAMPLE_RATE) * 10)),
+  };
+}
 
 export interface WhisperLoadOptions extends PrepareWhisperOptions {
   /**
@@ -23,6 +54,8 @@ export interface WhisperLoadOptions extends PrepareWhisperOptions {
   maxLength?: number;
   /** Default beam count (default 1 = greedy, the fastest). */
   beams?: number;
+  /** Shorter encoder window and token cap for short clips (default true; see encoderWindow). False: 30 s always. */
+  shortWindow?: boolean;
 }
 
 export interface TranscribeOptions {
@@ -53,7 +86,7 @@ export class WhisperRecognizer implements SpeechRecognizer {
   private constructor(
     private readonly session: ort.InferenceSession,
     readonly tokenizer: WhisperTokenizer,
-    private readonly defaults: { maxLength: number; beams: number },
+    private readonly defaults: { maxLength: number; beams: number; shortWindow: boolean },
   ) {}
 
   /** Prepare (or reuse) the edited model in the cache directory and open one session on it. */
@@ -65,8 +98,9 @@ export class WhisperRecognizer implements SpeechRecognizer {
       allowSpinning: opts.allowSpinning ?? false,
     });
     return new WhisperRecognizer(session, new WhisperTokenizer(vocab), {
-      maxLength: opts.maxLength ?? 224,
+      maxLength: opts.maxLength ?? DEFAULT_MAX_LENGTH,
       beams: opts.beams ?? 1,
+      shortWindow: opts.shortWindow ?? true,
     });
   }
 
@@ -89,9 +123,12 @@ export class WhisperRecognizer implements SpeechRecognizer {
       pcm = new Float32Array(MIN_SAMPLES);
       pcm.set(samples16k);
     }
+    // Off: what the graph did before the window became an input (30 s, the caller's token limit).
+    const window = this.defaults.shortWindow ? encoderWindow(pcm.length, beams) : { windowFrames: WHISPER_FULL_WINDOW, maxLength };
     const feeds = {
       audio_pcm: new ort.Tensor('float32', pcm, [1, pcm.length]),
-      max_length: new ort.Tensor('int32', Int32Array.of(maxLength), [1]),
+      window_frames: new ort.Tensor('int64', BigInt64Array.of(BigInt(window.windowFrames)), []),
+      max_length: new ort.Tensor('int32', Int32Array.of(Math.min(maxLength, window.maxLength)), [1]),
       min_length: new ort.Tensor('int32', Int32Array.of(0), [1]),
       num_beams: new ort.Tensor('int32', Int32Array.of(beams), [1]),
       num_return_sequences: new ort.Tensor('int32', Int32Array.of(1), [1]),

@@ -3,7 +3,7 @@ import os from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { WhisperRecognizer, type TranscribeOptions } from './recognizer.js';
 
-const { cacheDir, intraOpNumThreads, nice } = workerData as { cacheDir?: string; intraOpNumThreads: number; nice: number };
+const { cacheDir, intraOpNumThreads, nice, shortWindow } = workerData as { cacheDir?: string; intraOpNumThreads: number; nice: number; shortWindow?: boolean };
 // Before the model loads, so ONNX Runtime's threads inherit it (see WhisperPoolOptions.nice).
 if (nice) {
   try {
@@ -12,7 +12,7 @@ if (nice) {
     // Not permitted here: the default priority.
   }
 }
-const ready = WhisperRecognizer.load({ cacheDir, intraOpNumThreads });
+const ready = WhisperRecognizer.load({ cacheDir, intraOpNumThreads, shortWindow });
 ready.then(
   () => parentPort?.postMessage({ ready: true }),
   (err: unknown) => parentPort?.postMessage({ ready: false, error: err instanceof Error ? err.message : String(err) }),
