@@ -36,7 +36,7 @@ export interface Settings {
   sttLiveBeams: number;
   /** Threads inside each recognizer worker. */
   sttThreads: number;
-  /** Shorter Whisper encoder window for clips up to 5 s (PARLEY_STT_SHORT_WINDOW, default on). */
+  /** Shorter Whisper encoder window for greedy clips up to 5 s (PARLEY_STT_SHORT_WINDOW, default off: see README "Models"). */
   sttShortWindow: boolean;
   inferenceNice: number;
   bootstrapKey?: string;
@@ -206,7 +206,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     sttBeams: int(env, 'PARLEY_STT_BEAMS', STT_DEFAULTS.beams, 1),
     sttLiveBeams: int(env, 'PARLEY_STT_LIVE_BEAMS', STT_DEFAULTS.liveBeams, 1),
     sttThreads: int(env, 'PARLEY_STT_THREADS', STT_DEFAULTS.threads, 1),
-    sttShortWindow: (env.PARLEY_STT_SHORT_WINDOW ?? '') === '' || flag(env, 'PARLEY_STT_SHORT_WINDOW'),
+    sttShortWindow: flag(env, 'PARLEY_STT_SHORT_WINDOW'),
     inferenceNice: Math.min(19, int(env, 'PARLEY_INFERENCE_NICE', 10, 0)),
     bootstrapKey: env.PARLEY_BOOTSTRAP_KEY || undefined,
     keyCacheMs: int(env, 'PARLEY_KEY_CACHE_MS', 3000, 0),

@@ -1,5 +1,5 @@
 // Whisper's shorter encoder window for short clips (issue 15): the policy, and through the server with the window on
-// (the default) as with PARLEY_STT_SHORT_WINDOW=false, on real speech: the same words live (greedy, where the window
+// (PARLEY_STT_SHORT_WINDOW=true) as off (the default), on real speech: the same words live (greedy, where the window
 // applies) and the same text for whole files (beam search, which keeps the 30 s window).
 import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -53,7 +53,7 @@ async function liveFinals(suite: SuiteServer, samples: Float32Array): Promise<st
 }
 
 describe.skipIf(!asteriskCorpusAvailable())('short window through the server (Asterisk prompts)', () => {
-  const on = serverForSuite('sqlite', { PARLEY_WARM_MODELS: 'true' });
+  const on = serverForSuite('sqlite', { PARLEY_WARM_MODELS: 'true', PARLEY_STT_SHORT_WINDOW: 'true' });
   const off = serverForSuite('sqlite', { PARLEY_WARM_MODELS: 'true', PARLEY_STT_SHORT_WINDOW: 'false' });
 
   it.each(SHORT)('POST /stt/ (5 beams: 30 s window either way) gives the same text for %s with the setting on as off', async (name) => {
