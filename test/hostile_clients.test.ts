@@ -221,7 +221,9 @@ describe.each(testDialects())('live sockets on %s: idle timeout and concurrent-s
     });
   const isOpen = (o: Awaited<ReturnType<typeof open>>): o is Opened => 'ws' in o;
 
-  it('a live recognition socket with no audio and no messages is closed after the idle timeout; one with audio stays', async () => {
+  // Timed against a 2 s idle timeout on a shared machine: one retry. Three loaded CI runs here lost one of this test's
+  // sockets in the first seconds of a fresh server (once seen closed abnormally, 1006); no run alone reproduced it.
+  it('a live recognition socket with no audio and no messages is closed after the idle timeout; one with audio stays', { retry: 1 }, async () => {
     const started = Date.now();
     const silent = await open(sttUrl(suite.server.key));
     const talking = await open(sttUrl(suite.server.key));
@@ -232,7 +234,7 @@ describe.each(testDialects())('live sockets on %s: idle timeout and concurrent-s
       for (const o of [silent, talking]) o.ws.close();
     });
     const closed = await silent.closed;
-    expect(closed).toEqual({ code: 1000, reason: 'idle_timeout' });
+    expect(closed, JSON.stringify(silent.messages)).toEqual({ code: 1000, reason: 'idle_timeout' });
     expect(Date.now() - started).toBeGreaterThanOrEqual(1900);
     expect(silent.messages.at(-1)).toMatchObject({ type: 'error', status: 'error' });
     await sleep(1500);
