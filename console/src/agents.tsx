@@ -1,5 +1,5 @@
 // Agents: list with search, create (blank or from a template), archive.
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from './api';
 import { ErrorNote, useAction, when } from './ui';
 
@@ -37,8 +37,11 @@ export function AgentList() {
       if (archived) q.set('archived', 'true');
       setAgents((await api<{ agents: AgentSummary[] }>('GET', `/agent?${q}`)).agents);
     });
+  // Typing in the search box waits for a pause (200 ms); the first load does not.
+  const loaded = useRef(false);
   useEffect(() => {
-    const t = setTimeout(() => void refresh(), 200);
+    const t = setTimeout(() => void refresh(), loaded.current ? 200 : 0);
+    loaded.current = true;
     return () => clearTimeout(t);
   }, [search, archived]);
   useEffect(() => {

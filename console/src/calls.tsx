@@ -1,6 +1,6 @@
 // Calls: the list with filters, and one call with its transcript, variables, analytics, per-turn latency, webhook
 // deliveries and the recording (played from its short-lived signed URL).
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError } from './api';
 import { LatencyChart } from './talk';
 import { ErrorNote, useAction, when } from './ui';
@@ -30,7 +30,10 @@ export function CallList() {
   useEffect(() => {
     api<{ agents: { _id: string; name: string }[] }>('GET', '/agent?offset=100').then((r) => setNames(Object.fromEntries(r.agents.map((a) => [a._id, a.name]))), load.setError);
   }, []);
+  const loaded = useRef(false);
   useEffect(() => {
+    const delay = loaded.current ? 200 : 0;
+    loaded.current = true;
     const t = setTimeout(() => {
       void load.run(async () => {
         const q = new URLSearchParams({ page: String(page), limit: '25' });
@@ -39,7 +42,7 @@ export function CallList() {
         if (search.trim()) q.set('search', search.trim());
         setData(await api('GET', `/conversation?${q}`));
       });
-    }, 200);
+    }, delay);
     return () => clearTimeout(t);
   }, [status, type, search, page]);
   return (
