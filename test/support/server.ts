@@ -143,12 +143,18 @@ export async function startServer(options: { store: StoreEnv; env?: Record<strin
       }
     }
   };
+  let timer: NodeJS.Timeout | undefined;
   await new Promise<void>((resolve, reject) => {
     proc.stdout?.on('data', onLine(resolve));
     proc.stderr?.on('data', (c: Buffer) => server.logs.push(c.toString('utf8')));
     proc.once('exit', (code) => reject(new Error(`server exited with ${code} before listening:\n${server.logs.join('\n')}`)));
-    setTimeout(() => reject(new Error(`server did not start in time:\n${server.logs.join('\n')}`)), 30_000).unref();
-  });
+    timer = setTimeout(() => {
+      // Not left running: a server that starts after its suite gave up would hold its ports and CPU for good.
+      proc.kill('SIGKILL');
+      reject(new Error(`server did not start in time:\n${server.logs.join('\n')}`));
+    }, 30_000);
+    timer.unref();
+  }).finally(() => clearTimeout(timer));
   return server;
 }
 
