@@ -27,7 +27,7 @@ import { intEnv, stopAndCollectProblems, UNCAPPED_SESSIONS } from './lib/harness
 import { printTable, quantile, resultPath } from './lib/report.js';
 import { CALLER_SENTENCES, closeCaller, createBenchAgent, isAssistantFinal, speechEndSamples } from './lib/voice-agent.js';
 import { AgentCaller, speech } from '../test/support/agent-client.js';
-import { CHROMIUM, launchBrowser } from '../test/support/browser.js';
+import { CHROMIUM, CHROMIUM_ARGS, launchBrowser } from '../test/support/browser.js';
 import { freshStore, startServer, type Dialect } from '../test/support/server.js';
 
 const LOADS = intEnv('BENCH_LOADS', 10, 1);
@@ -55,7 +55,7 @@ try {
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--disable-dev-shm-usage', '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+    args: CHROMIUM_ARGS,
     env: { ...process.env, HOME: home },
   });
   const at = (page: import('playwright-core').Page, selector: string) =>

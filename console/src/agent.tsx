@@ -163,7 +163,7 @@ export function AgentPage({ agentId }: { agentId: string }) {
       if (!b) return;
       setFindings(null);
       setPublishNote('Publishing…');
-      const res = await fetchPublish(`${b}/draft/publish`, label.trim() ? { label: label.trim() } : {});
+      const res = await api<{ state: 'committed' | 'scanning' }>('POST', `${b}/draft/publish`, label.trim() ? { label: label.trim() } : {});
       if (res.state === 'scanning') {
         setPublishNote('Security scan running…');
         // 202: the newest revision of the branch is the one being scanned; poll it until it is published or its scan fails.
@@ -359,10 +359,6 @@ export function AgentPage({ agentId }: { agentId: string }) {
 }
 
 const revNumber = (rs: Revision[], id: string) => rs.find((r) => r._id === id)?.revisionNumber ?? 0;
-
-async function fetchPublish(path: string, body: Config): Promise<{ state: 'committed' | 'scanning' }> {
-  return api<{ state: 'committed' | 'scanning' }>('POST', path, body);
-}
 
 function DiffView({ diff }: { diff: Diff }) {
   const rows = diff.diffs.flatMap((d) => d.changes.map((c) => ({ section: d.section, ...c })));

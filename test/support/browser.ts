@@ -7,6 +7,14 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { PNG } from 'pngjs';
 
 export const CHROMIUM = '/usr/bin/chromium';
+/** Headless in CI, and on loopback only (design.md): no lookups of update or account hosts. */
+export const CHROMIUM_ARGS = [
+  '--disable-dev-shm-usage',
+  '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+];
 
 export interface TestBrowser {
   browser: Browser;
@@ -20,13 +28,7 @@ export interface TestBrowser {
 /** Launches Chromium (a fake microphone playing `micWav` once when given) and opens one page. */
 export async function launchBrowser(options: { micWav?: string; viewport?: { width: number; height: number } } = {}): Promise<TestBrowser> {
   const home = mkdtempSync(path.join(os.tmpdir(), 'parley-chromium-'));
-  const args = [
-    '--disable-dev-shm-usage',
-    '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--no-first-run',
-  ];
+  const args = [...CHROMIUM_ARGS];
   if (options.micWav) args.push('--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream', `--use-file-for-fake-audio-capture=${options.micWav}%noloop`);
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args, env: { ...process.env, HOME: home } });
   const context = await browser.newContext({ viewport: options.viewport ?? { width: 1280, height: 800 } });
