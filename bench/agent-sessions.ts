@@ -28,6 +28,9 @@
 // level and differenced (quantiles interpolated inside the buckets, so to within a bucket's width, ~1.5x apart), and
 // the share of inference time spent waiting. A level is reported bound by compute when the machine CPU is >= 80%
 // (the issue's line), by waiting when under that and >= 25% of inference time (wait + run) was waiting for a slot.
+// Averages hide bursts (callers that start within BENCH_STAGGER_MS of each other speak and wait at about the same
+// times), so the queue is also sampled every 100 ms (the waiting-jobs gauge on /metrics and /proc/stat over the tick):
+// "CPU while waiting" is the machine's CPU over the ticks that ended with jobs in line, beside the other ticks.
 //     After the first level that fails, up to BENCH_REFINE (2) levels between it and the last good one are tried
 //     (bisection), budget permitting.
 // Env: BENCH_LEVELS (voice, default 1,2,4,6,8,12,16,24,32,48,64), BENCH_TURNS (per voice caller, 4),
@@ -45,7 +48,7 @@ import { performance } from 'node:perf_hooks';
 import { AgentCaller, connectUrl, endedCall, speech, type Frame } from '../test/support/agent-client.js';
 import { ROOT, freshStore, startServer, type StoreEnv, type TestServer } from '../test/support/server.js';
 import { printTable, resultPath, quantile, procCpuSeconds } from './lib/report.js';
-import { diffHistograms, histogramQuantile, machineCpuMeter, parseCounters, parseHistograms, type Histogram } from './lib/prom.js';
+import { diffHistograms, histogramQuantile, machineCpuMeter, parseCounters, parseHistograms, queueSampler, type Histogram, type QueueSample } from './lib/prom.js';
 import { INFERENCE_KINDS } from '../engine/models/queue.js';
 import { CALLER_SENTENCES, GRAPH, OPENING, closeCaller, createBenchAgent, isAssistantFinal, speechEndSamples } from './lib/voice-agent.js';
 import type { TurnMetrics } from '../engine/agent/session.js';
@@ -338,6 +341,8 @@ interface VoiceRow {
   /** Per inference job kind over the level (kinds with no job left out). */
   inference: Record<string, InferenceKindRow>;
   inferenceWaitSharePct: number;
+  /** The 100 ms queue samples: machine CPU while jobs waited for a slot, and otherwise. */
+  queue: QueueSample;
   wallS: number;
   e2eP50OverC1: number | null;
   keepsUp: boolean;
@@ -348,10 +353,12 @@ interface VoiceRow {
 async function voiceLevel(server: TestServer, agentId: string, speechSet: Speech[], n: number, turns: number): Promise<{ row: VoiceRow; sessions: VoiceSession[] }> {
   const inferenceSince = await inferenceMeter(server);
   const cpu = cpuMeter(server);
+  const sampled = queueSampler(async () => (await server.request('GET', '/metrics', { key: null })).text);
   const t0 = performance.now();
   const sessions = await Promise.all(Array.from({ length: n }, (_, i) => voiceCaller(server, agentId, speechSet, i, turns, n > 1 ? Math.round((i * STAGGER_MS) / n) : 0)));
   const wallS = r1((performance.now() - t0) / 1000);
   const { serverPct, clientPct, machinePct } = cpu();
+  const queue = await sampled();
   const inference = await inferenceSince();
   const m = sessions.flatMap((s) => s.metrics);
   const pace = sessions.flatMap((s) => s.pacing);
@@ -390,6 +397,7 @@ async function voiceLevel(server: TestServer, agentId: string, speechSet: Speech
     machineCpuPct: machinePct,
     inference,
     inferenceWaitSharePct: waitSharePct(inference),
+    queue,
     wallS,
     e2eP50OverC1: null,
     keepsUp: false,
@@ -531,7 +539,7 @@ try {
     const { row, sessions } = await voiceLevel(s, agentId, speechSet, n, TURNS);
     voiceRows.push(row);
     voiceDetail[String(n)] = sessions;
-    log(`  ${row.refusedSessions ? `${row.refusedSessions} refused (503), ` : ''}e2e p50 ${fmt(row.e2eP50Ms)} p95 ${fmt(row.e2eP95Ms)} ms, overhead p95 ${fmt(row.overheadP95Ms, 1)} ms, underruns ${row.underrunTurns}/${row.agentTurns}, server CPU ${fmt(row.serverCpuPct)}%, machine CPU ${fmt(row.machineCpuPct)}%, inference waiting ${fmt(row.inferenceWaitSharePct)}%: ${row.keepsUp ? 'keeps up' : `falls behind (${row.why.join('; ')})`}`);
+    log(`  ${row.refusedSessions ? `${row.refusedSessions} refused (503), ` : ''}e2e p50 ${fmt(row.e2eP50Ms)} p95 ${fmt(row.e2eP95Ms)} ms, overhead p95 ${fmt(row.overheadP95Ms, 1)} ms, underruns ${row.underrunTurns}/${row.agentTurns}, server CPU ${fmt(row.serverCpuPct)}%, machine CPU ${fmt(row.machineCpuPct)}%, inference waiting ${fmt(row.inferenceWaitSharePct)}% (machine CPU ${fmt(row.queue.cpuWhileWaitingPct)}% while jobs wait): ${row.keepsUp ? 'keeps up' : `falls behind (${row.why.join('; ')})`}`);
     return row;
   };
   const overBudget = (n: number) => {
@@ -654,7 +662,7 @@ printTable(
 );
 for (const r of voiceRows) {
   const bound = !(r.machineCpuPct < 80) ? 'compute (machine CPU >= 80%)' : r.inferenceWaitSharePct >= 25 ? 'waiting (jobs wait in line while CPU has room)' : 'neither yet';
-  console.log(`  ${r.sessions} sessions: machine CPU ${fmt(r.machineCpuPct)}%, server ${fmt(r.serverCpuPct)}%, ${fmt(r.inferenceWaitSharePct)}% of inference time waiting for a slot: bound by ${bound}`);
+  console.log(`  ${r.sessions} sessions: machine CPU ${fmt(r.machineCpuPct)}%, server ${fmt(r.serverCpuPct)}%, ${fmt(r.inferenceWaitSharePct)}% of inference time waiting for a slot: bound by ${bound}; jobs in line in ${fmt(r.queue.waitingTicksPct)}% of 100 ms ticks, machine CPU ${fmt(r.queue.cpuWhileWaitingPct)}% in those, ${fmt(r.queue.cpuOtherwisePct)}% in the others`);
 }
 for (const r of voiceRows.filter((x) => !x.keepsUp)) console.log(`  ${r.sessions} sessions: ${r.why.join('; ')}`);
 for (const r of voiceRows) for (const e of r.errors.slice(0, 3)) console.log(`  ${r.sessions} sessions: ${e.slice(0, 300)}`);

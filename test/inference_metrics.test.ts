@@ -7,7 +7,7 @@ import { InferenceQueue, QueueFullError, type InferenceKind } from '../engine/mo
 import { diffHistograms, histogramQuantile, parseHistograms, type Histogram } from '../bench/lib/prom.js';
 import { serverForSuite } from './support/suite.js';
 import { asteriskAudio, asteriskWav } from './support/speech.js';
-import { testDialects } from './support/server.js';
+import { mediaDialects } from './support/server.js';
 
 const W = '/waves/v1';
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -68,7 +68,7 @@ describe('InferenceQueue timing', () => {
   });
 });
 
-describe.each(testDialects())('inference metrics on /metrics (%s)', (dialect) => {
+describe.each(mediaDialects())('inference metrics on /metrics (%s)', (dialect) => {
   const suite = serverForSuite(dialect, { PARLEY_WARM_MODELS: 'true' });
   const scrape = async () => {
     const res = await suite.server.request('GET', '/metrics', { key: null });

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { INFERENCE_KINDS, InferenceQueue, isAbortError, type InferenceKind } from '../engine/models/queue.js';
 import { AgentCaller, connectUrl, speech } from './support/agent-client.js';
 import { serverForSuite } from './support/suite.js';
-import { testDialects } from './support/server.js';
+import { mediaDialects } from './support/server.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -130,7 +130,7 @@ function droppedTotal(metrics: string, kind: InferenceKind): number {
   return m ? Number(m[1]) : 0;
 }
 
-describe.each(testDialects())('speculation dropped when speech resumes (%s)', (dialect) => {
+describe.each(mediaDialects())('speculation dropped when speech resumes (%s)', (dialect) => {
   // One slot, kept busy by synthesis (which ranks above speculative recognition), so a speculation waits.
   const suite = serverForSuite(dialect, { PARLEY_WARM_MODELS: 'true', PARLEY_INFERENCE_CONCURRENCY: '1' });
 

@@ -2,7 +2,7 @@
 // speaks, the agent ending the call (our BYE after its last words played), SDES-SRTP under a trunk that requires it,
 // and a Kamailio carrier proxy in front of us.
 import { afterEach, describe, expect, it } from 'vitest';
-import { testDialects, type TestServer } from './support/server.js';
+import { mediaDialects, type TestServer } from './support/server.js';
 import { baresipCall, callerScript, killBaresips, type BaresipOptions } from './support/baresip.js';
 import { freePort, killPeers, STACK_HOST } from './support/sip-peers.js';
 import { startCarrier, stopCarriers } from './support/kamailio.js';
@@ -44,7 +44,7 @@ async function callOf(server: TestServer, agentId: string): Promise<any> {
   return endedCall(server, list.body.data.logs[0].callId);
 }
 
-describe.each(testDialects())('how a phone call ends, on %s', (dialect) => {
+describe.each(mediaDialects())('how a phone call ends, on %s', (dialect) => {
   const suite = sipServerForSuite(dialect);
 
   it('the caller hangs up while the agent speaks: the call ends as caller_hangup with the greeting cut where it was heard', async () => {

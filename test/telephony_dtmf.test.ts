@@ -1,7 +1,7 @@
 // Keypresses over the phone: sipp calls us offering telephone-event (RFC 4733) and plays Debian's recorded "1" key
 // (dtmf_2833_1.pcap); the digit drives a workflow agent's `digits` edge, and the agent's reply for that edge ends the call.
 import { afterEach, describe, expect, it } from 'vitest';
-import { testDialects } from './support/server.js';
+import { mediaDialects } from './support/server.js';
 import { killPeers, sippByeAnswered, sippCallSetup, sippMessages, sippPlayPcap, sippScenario, sippSdp, startSipp, STACK_HOST, writeScenario } from './support/sip-peers.js';
 import { endedCall } from './support/agent-client.js';
 import { peerRtpPorts, sipServerForSuite, trunkAgent } from './support/phone-server.js';
@@ -32,7 +32,7 @@ const SCENARIO = sippScenario('keypad caller', [
 
 afterEach(() => killPeers());
 
-describe.each(testDialects())('DTMF over SIP on %s', (dialect) => {
+describe.each(mediaDialects())('DTMF over SIP on %s', (dialect) => {
   const suite = sipServerForSuite(dialect);
 
   it("sipp's RFC 4733 key 1 takes the workflow's digits edge: the transcript has (pressed 1) and the sales reply, then we hang up", async () => {

@@ -4,7 +4,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { writeFileSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { freshStore, startServer, testDialects, type StoreEnv, type TestServer } from './support/server.js';
+import { freshStore, startServer, mediaDialects, type StoreEnv, type TestServer } from './support/server.js';
 import { baresipCall, callerScript, killBaresips } from './support/baresip.js';
 import { freePort } from './support/sip-peers.js';
 import { endedCall, speech } from './support/agent-client.js';
@@ -47,7 +47,7 @@ function peerRtpPorts(): [number, number] {
   return [base, base + 99];
 }
 
-describe.each(testDialects())('an inbound phone call on %s', (dialect) => {
+describe.each(mediaDialects())('an inbound phone call on %s', (dialect) => {
   let env: Awaited<ReturnType<typeof telephonyServer>> | undefined;
   afterAll(async () => {
     await env?.server.stop();

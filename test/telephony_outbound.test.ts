@@ -2,7 +2,7 @@
 // through an outbound trunk to sipp (the INVITE's From and Request-URI, the agent speaking, its BYE, the record and the
 // webhooks as the spec says for telephony_outbound), and cancel and retries.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createOrgKey, freshStore, runCliOn, sleep, startServer, testDialects, type TestServer } from './support/server.js';
+import { createOrgKey, freshStore, runCliOn, sleep, startServer, mediaDialects, testDialects, type TestServer } from './support/server.js';
 import { baresipCallee, killCallees, startSippCarrier, type Arrival } from './support/sip-callee.js';
 import { callerScript } from './support/baresip.js';
 import { ASTERISK_SOUNDS_DIR } from '../bench/lib/asterisk-corpus.js';
@@ -420,7 +420,7 @@ describe.runIf(testDialects().includes('postgres'))('outbound pacing across two 
   }, 60_000);
 });
 
-describe.each(testDialects())('an outbound call a person answers, on %s', (dialect) => {
+describe.each(mediaDialects())('an outbound call a person answers, on %s', (dialect) => {
   const suite = sipServerForSuite(dialect);
 
   it('baresip answers, hears the agent greet, says hello, and hears its goodbye before our BYE', async () => {

@@ -3,7 +3,7 @@
 // beside a call the same trunk answers, with the agent's audio, once the condition is lifted.
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { PG_URL, sleep, testDialects, type StoreEnv, type TestServer } from './support/server.js';
+import { PG_URL, sleep, mediaDialects, testDialects, type StoreEnv, type TestServer } from './support/server.js';
 import { baresipCall, callerScript, killBaresips } from './support/baresip.js';
 import { freePort, killPeers, STACK_HOST } from './support/sip-peers.js';
 import { RawCaller, challengeParams, digestAnswer, type Answered } from './support/raw-caller.js';
@@ -219,7 +219,7 @@ async function unansweredRecord(server: TestServer, status: string, number: stri
   throw new Error(`no ${status} call to ${number}`);
 }
 
-describe.each(testDialects())('inbound calls over capacity on %s', (dialect) => {
+describe.each(mediaDialects())('inbound calls over capacity on %s', (dialect) => {
   const suite = sipServerForSuite(dialect, { PARLEY_MAX_SPEECH_SESSIONS: '1' });
   let server: TestServer;
 

@@ -3,7 +3,7 @@
 // of error logs and still answering calls; an unrouted caller is challenged only where a credentialed extension-only
 // trunk would take it; a trunk's maxCallDurationSecs ends a call with our BYE.
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { sleep, testDialects, type TestServer } from './support/server.js';
+import { sleep, mediaDialects, type TestServer } from './support/server.js';
 import { STACK_HOST, RawSipPeer, newBranch, rawRequest } from './support/sip-peers.js';
 import { RawCaller, digestAnswer } from './support/raw-caller.js';
 import { answeredTrunk, phoneCalls, sipServerForSuite, workflowAgent } from './support/phone-server.js';
@@ -36,7 +36,7 @@ const offer = ['v=0', 'o=- 1 1 IN IP4 127.0.0.1', 's=-', 'c=IN IP4 127.0.0.1', '
 /** A Content-Length that ends the offer inside its c= line (`c=IN I`). */
 const CUT_IN_C = offer.indexOf('c=IN IP4') + 'c=IN I'.length;
 
-describe.each(testDialects())('telephony hardening on %s', (dialect) => {
+describe.each(mediaDialects())('telephony hardening on %s', (dialect) => {
   const suite = sipServerForSuite(dialect, { PARLEY_RTP_TIMEOUT_SECS: '5' });
   let server: TestServer;
   let agentId: string;

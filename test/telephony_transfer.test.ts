@@ -10,7 +10,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sleep, testDialects, type TestServer } from './support/server.js';
+import { sleep, mediaDialects, type TestServer } from './support/server.js';
 import { baresipCall, callerScript, killBaresips, type BaresipOptions } from './support/baresip.js';
 import { baresipCallee, killCallees, startSippCarrier } from './support/sip-callee.js';
 import { freePort, killPeers, STACK_HOST } from './support/sip-peers.js';
@@ -132,7 +132,7 @@ describe('hold sounds', () => {
   });
 });
 
-describe.each(testDialects())('call transfers, on %s', (dialect) => {
+describe.each(mediaDialects())('call transfers, on %s', (dialect) => {
   const suite = sipServerForSuite(dialect);
 
   it('checks transferOption on the transfer_call tool and the workflow transfer node; an absent one is a cold transfer', async () => {

@@ -116,3 +116,57 @@ export function machineCpuMeter(): () => number {
     return total > 0 ? ((total - (b.idle - a.idle)) / total) * 100 : NaN;
   };
 }
+
+/** A gauge `name` with label `label` = `value` in Prometheus text (NaN when absent). */
+export function gaugeValue(text: string, name: string, label: string, value: string): number {
+  for (const line of text.split('\n')) {
+    const m = LINE.exec(line);
+    if (m && m[1] === name && labelsOf(m[2])[label] === value) return Number(m[3]);
+  }
+  return NaN;
+}
+
+/** What a QueueSampler saw: the machine's CPU in the ticks when inference jobs waited for a slot, and in the others. */
+export interface QueueSample {
+  ticks: number;
+  /** Ticks that ended with jobs waiting, % of all. */
+  waitingTicksPct: number;
+  /** Machine CPU (% of all CPUs) over the ticks that ended with jobs waiting, and over the others. */
+  cpuWhileWaitingPct: number;
+  cpuOtherwisePct: number;
+}
+
+/**
+ * Samples every `everyMs`: the machine's CPU over the tick (/proc/stat) and, at its end, how many inference jobs wait
+ * (`parley_inference_queue_jobs{state="waiting"}` from `scrape`). A level can be idle on average and saturated while
+ * its callers wait: this tells the two apart. Stop with the returned function.
+ */
+export function queueSampler(scrape: () => Promise<string>, everyMs = 100): () => Promise<QueueSample> {
+  const waiting: number[] = [];
+  const cpu: number[] = [];
+  let stopped = false;
+  const loop = (async () => {
+    let last = machineJiffies();
+    while (!stopped) {
+      await new Promise((r) => setTimeout(r, everyMs));
+      const text = await scrape().catch(() => '');
+      const now = machineJiffies();
+      const total = now.total - last.total;
+      const idle = now.idle - last.idle;
+      last = now;
+      const w = gaugeValue(text, 'parley_inference_queue_jobs', 'state', 'waiting');
+      if (total > 0 && Number.isFinite(w)) {
+        cpu.push(((total - idle) / total) * 100);
+        waiting.push(w);
+      }
+    }
+  })();
+  return async () => {
+    stopped = true;
+    await loop;
+    const mean = (xs: number[]) => (xs.length ? xs.reduce((a, x) => a + x, 0) / xs.length : NaN);
+    const during = cpu.filter((_, i) => (waiting[i] ?? 0) > 0);
+    const other = cpu.filter((_, i) => !((waiting[i] ?? 0) > 0));
+    return { ticks: cpu.length, waitingTicksPct: cpu.length ? (during.length / cpu.length) * 100 : NaN, cpuWhileWaitingPct: mean(during), cpuOtherwisePct: mean(other) };
+  };
+}

@@ -39,6 +39,15 @@ const LATE_MS = 1;
 /** How early a due slot may be taken (the 2% margin covers it: two sends are still more than 1000/cps apart). */
 const TAKE_EARLY_MS = 0.5;
 
+/**
+ * A slot taken at most this late still counts the next one from its due time, not from the take: a sender that
+ * waits for a slot asks again a little after it (whole-ms timers, the Redis round trip), and counting from the take
+ * lost that every slot (at cps 50 the two-server pace ran at 89-92%). Two sends are then at least the interval
+ * minus this apart (18.4 ms at cps 50), and no 1 s window holds more than the limit (a lateness of at most 2 ms
+ * cannot fit a 50th interval of 20.4 ms into it).
+ */
+export const ON_TIME_MS = 2;
+
 /** The time between two slots at `cps` calls per second, in ms. */
 export function intervalMs(cps: number): number {
   if (!Number.isFinite(cps) || cps <= 0) throw new RangeError(`cps must be a positive number, not ${cps}`);
@@ -53,22 +62,24 @@ export async function whenDue(pacer: Pacer, key: string, cps: number): Promise<n
   return performance.now() - start;
 }
 
-/** The pace of one process, on the monotonic clock. */
+/** The pace of one process, on the monotonic clock (`now`: a clock for tests). */
 export class LocalPacer implements Pacer {
   /** Per key, the earliest time (performance.now()) the next slot may have. */
   private readonly next = new Map<string, number>();
 
+  constructor(private readonly now: () => number = () => performance.now()) {}
+
   async take(key: string, cps: number): Promise<number> {
     const interval = intervalMs(cps);
-    const now = performance.now();
+    const now = this.now();
     const next = this.next.get(key) ?? 0;
     if (next > now + TAKE_EARLY_MS) return next - now;
-    this.next.set(key, Math.max(next, now) + interval);
+    this.next.set(key, (now - next <= ON_TIME_MS ? next : now) + interval);
     return 0;
   }
 
   async sent(key: string, cps: number): Promise<void> {
-    const at = performance.now() + intervalMs(cps);
+    const at = this.now() + intervalMs(cps);
     if ((this.next.get(key) ?? 0) < at) this.next.set(key, at);
   }
 
@@ -78,15 +89,17 @@ export class LocalPacer implements Pacer {
 }
 
 // KEYS[1]: the key holding the next free slot (ms since the epoch, Redis time); ARGV[1]: the interval; ARGV[2]: how
-// early a slot may be taken. The slot is taken only when it is due (returns 0); otherwise the wait (as a string: Redis
-// would truncate a Lua number to an integer), and nothing changes. The next slot counts from the due time when taken on time (the pace does not drift by the polling
-// delay) and from now when taken late (never two sends closer than the interval).
+// early a slot may be taken; ARGV[3]: how late it may be taken and still count as on time (ON_TIME_MS). The slot is
+// taken only when it is due (returns 0); otherwise the wait (as a string: Redis would truncate a Lua number to an
+// integer), and nothing changes. The next slot counts from the due time when taken on time (the pace does not drift by
+// the polling delay) and from now when taken later (no two sends much closer than the interval).
 const TAKE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 local nxt = tonumber(redis.call('GET', KEYS[1]) or '0')
 if nxt > now + tonumber(ARGV[2]) then return string.format('%.3f', nxt - now) end
-local slot = math.max(nxt, now)
+local slot = nxt
+if now - nxt > tonumber(ARGV[3]) then slot = now end
 redis.call('SET', KEYS[1], string.format('%.3f', slot + tonumber(ARGV[1])), 'PX', math.ceil(tonumber(ARGV[1])) + 1000)
 return '0 ' .. string.format('%.3f', slot)
 `;
@@ -105,7 +118,7 @@ return '0'
 
 /** The commands `defineCommand` adds (run by EVALSHA, falling back to EVAL once per connection). */
 interface PaceCommands {
-  parleyPaceTake(key: string, intervalMs: string, earlyMs: string): Promise<string>;
+  parleyPaceTake(key: string, intervalMs: string, earlyMs: string, onTimeMs: string): Promise<string>;
   parleyPaceSent(key: string, atMs: string): Promise<string>;
 }
 
@@ -129,7 +142,7 @@ export class RedisPacer implements Pacer {
 
   async take(key: string, cps: number): Promise<number> {
     const asked = performance.now();
-    const reply = await this.redis.parleyPaceTake(this.prefix + key, String(intervalMs(cps)), String(TAKE_EARLY_MS));
+    const reply = await this.redis.parleyPaceTake(this.prefix + key, String(intervalMs(cps)), String(TAKE_EARLY_MS), String(ON_TIME_MS));
     if (!reply.startsWith('0 ')) return Number(reply);
     this.taken.set(key, { slot: Number(reply.slice(2)), at: asked });
     return 0;

@@ -18,6 +18,17 @@ export function testDialects(): Dialect[] {
   return (process.env.PARLEY_TEST_DIALECTS ?? 'sqlite,postgres').split(',').map((d) => d.trim()) as Dialect[];
 }
 
+/**
+ * Dialects the realtime suites run on (phone calls, transfers, DTMF, the scheduler): what they test is media and
+ * signalling, and every store write they make is the same one the store-facing suites run on both dialects, so by
+ * default they run on the first of testDialects() only. PARLEY_TEST_MEDIA_DIALECTS=sqlite,postgres runs them on both.
+ */
+export function mediaDialects(): Dialect[] {
+  const raw = process.env.PARLEY_TEST_MEDIA_DIALECTS;
+  if (raw) return raw.split(',').map((d) => d.trim()) as Dialect[];
+  return testDialects().slice(0, 1);
+}
+
 export interface ApiResponse<T = any> {
   status: number;
   headers: Headers;
