@@ -41,7 +41,7 @@ import { promptScoringRoutes } from '../transports/routes/prompt-scoring.js';
 import { AgentMetrics } from '../transports/calls/agent-metrics.js';
 import { TelephonyMetrics } from '../telephony/metrics.js';
 import { CallRuntime } from '../transports/calls/runtime.js';
-import { ObjectStore } from '../control-plane/recordings/object-store.js';
+import { openObjectStore } from '../control-plane/recordings/open.js';
 import { recordingRoutes } from '../transports/routes/recordings.js';
 import { agentConnectSocket } from '../transports/ws/agent-connect.js';
 import { SessionLimits } from '../transports/ws/session-limits.js';
@@ -148,7 +148,12 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   sttLiveSockets(server, settings.wavesPrefix, registry, logger, limits, settings.sttIdleSeconds);
   s2sSocket(server, settings.wavesPrefix, { registry, logger, llm: settings.llm, draining: () => server.isDraining, toolTimeoutMs: settings.s2sToolTimeoutMs, maxSessions: settings.s2sMaxSessions, limits });
   sttRoutes(server, settings.wavesPrefix, registry, { maxBodyBytes: settings.sttMaxBytes, maxAudioSeconds: settings.sttMaxSeconds }, logger, { allowPrivate: settings.allowPrivateEgress });
-  const objects = new ObjectStore(path.join(settings.dataDir, 'recordings'), await loadSigningSecret(store.db, 'recording_url_signing_key'));
+  // Recordings: files under the data dir unless PARLEY_RECORDING_STORE=database (every server sharing the store serves them).
+  const recordingStore = settings.recordingStore ?? 'files';
+  const objects = openObjectStore(recordingStore, { db: store.db, root: path.join(settings.dataDir, 'recordings'), secret: await loadSigningSecret(store.db, 'recording_url_signing_key') });
+  if (!settings.recordingStore && store.dialect === 'postgres' && settings.redisUrl) {
+    logger.warn('recordings are kept in this server\'s data dir: with several servers set PARLEY_RECORDING_STORE=database (or files, with one shared recordings directory)');
+  }
   recordingRoutes(server, settings.atomsPrefix, ctx, objects);
   const runtime = new CallRuntime({
     db: store.db,

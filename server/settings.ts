@@ -7,6 +7,7 @@ import { defaultPublicAddress } from '../telephony/sip/address.js';
 import { DEFAULT_RTP_PORTS, parsePortRange, type PortRange } from '../telephony/media/ports.js';
 import { TRANSPORTS, parseCarrierAddress, validateAddressList, type Transport } from '../control-plane/telephony/validation.js';
 import { parseReworkDate } from '../control-plane/telephony/window.js';
+import { RECORDING_STORES, type RecordingStoreKind } from '../control-plane/recordings/object-store.js';
 
 export interface Settings {
   host: string;
@@ -81,6 +82,8 @@ export interface Settings {
   outboundRingSecs: number;
   /** A claim on a queued call that its server has not renewed this long is taken back (PARLEY_OUTBOUND_LEASE_SECS). */
   outboundLeaseSecs: number;
+  /** Where recordings are kept (PARLEY_RECORDING_STORE): `files` under the data dir (unset: the default) or `database`. */
+  recordingStore?: RecordingStoreKind;
   /** How long one minute of a campaign's `retryDelay` lasts (PARLEY_CAMPAIGN_MINUTE_MS, 60000; tests and dry runs shorten it). */
   campaignMinuteMs: number;
 }
@@ -104,6 +107,13 @@ function scheduler(value: string | undefined): InferenceScheduler {
   const v = (value || 'priority') as InferenceScheduler;
   if (!INFERENCE_SCHEDULERS.includes(v)) throw new Error(`PARLEY_INFERENCE_SCHEDULER must be one of ${INFERENCE_SCHEDULERS.join(', ')}`);
   return v;
+}
+
+function recordingStore(raw: string | undefined): RecordingStoreKind | undefined {
+  const value = (raw ?? '').trim().toLowerCase();
+  if (value === '') return undefined;
+  if (!RECORDING_STORES.includes(value as RecordingStoreKind)) throw new Error(`PARLEY_RECORDING_STORE must be ${RECORDING_STORES.join(' or ')}`);
+  return value as RecordingStoreKind;
 }
 
 function carrier(env: NodeJS.ProcessEnv): CarrierSettings {
@@ -238,6 +248,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     outboundRingSecs: int(env, 'PARLEY_OUTBOUND_RING_SECS', 60, 1),
     outboundLeaseSecs: int(env, 'PARLEY_OUTBOUND_LEASE_SECS', 30, 2),
     campaignMinuteMs: int(env, 'PARLEY_CAMPAIGN_MINUTE_MS', 60_000, 1),
+    recordingStore: recordingStore(env.PARLEY_RECORDING_STORE),
     llm: env.PARLEY_LLM_BASE_URL
       ? { baseUrl: env.PARLEY_LLM_BASE_URL.replace(/\/+$/, ''), model: env.PARLEY_LLM_MODEL || 'gpt-4o-mini', apiKey: env.PARLEY_LLM_API_KEY || undefined }
       : undefined,

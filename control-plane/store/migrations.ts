@@ -562,6 +562,22 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('browser_sessions_expires').on('browser_sessions').column('expires_at').execute();
     },
   },
+  '0016_recording_objects': {
+    async up(db: Kysely<any>) {
+      // Recordings kept in the store (PARLEY_RECORDING_STORE=database), so every server sharing it serves them.
+      // One row a key (`<org>/<callId>/<channel>.wav`), written whole by one upsert.
+      const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+      await db.schema
+        .createTable('recording_objects')
+        .addColumn('key', 'text', (c) => c.primaryKey())
+        .addColumn('bytes', postgres ? 'bytea' : 'blob', (c) => c.notNull())
+        .addColumn('size', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      // PCM audio gains little from compression; uncompressed out-of-line storage lets a slice be read without the rest.
+      if (postgres) await sql`ALTER TABLE recording_objects ALTER COLUMN bytes SET STORAGE EXTERNAL`.execute(db);
+    },
+  },
 };
 
 export const migrationProvider: MigrationProvider = {

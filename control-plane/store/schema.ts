@@ -493,6 +493,15 @@ export interface BrowserSessionsTable {
   expires_at: string;
 }
 
+/** A recording kept in the store (migration 0016, PARLEY_RECORDING_STORE=database): the whole WAV file. */
+export interface RecordingObjectsTable {
+  /** `<orgId>/<callId>/<channel>.wav`, as in `calls.recording_mono` / `recording_dual`. */
+  key: string;
+  bytes: Buffer;
+  size: number;
+  created_at: string;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;
@@ -523,4 +532,5 @@ export interface Database {
   campaign_recipients: CampaignRecipientsTable;
   campaign_events: CampaignEventsTable;
   browser_sessions: BrowserSessionsTable;
+  recording_objects: RecordingObjectsTable;
 }
