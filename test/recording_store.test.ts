@@ -234,3 +234,30 @@ describe('PARLEY_RECORDING_STORE', () => {
     }
   }, 60_000);
 });
+
+describe('a recording that cannot be saved', () => {
+  it('leaves the call without a recording; its record and events are still finished', async () => {
+    const store = freshStore('sqlite');
+    // `<data dir>/recordings` is a file: the files store cannot make the call's directory under it.
+    writeFileSync(path.join(store.dataDir, 'recordings'), 'not a directory');
+    const server = await startServer({ store });
+    try {
+      const created = await server.request('POST', `${A}/agent`, { body: { name: 'unsaved', workflowType: 'workflow_graph', workflowGraph: GRAPH } });
+      expect(created.status, created.text).toBe(201);
+      const c = new AgentCaller(connectUrl(server, { token: server.key, agent_id: created.body.data as string, sample_rate: String(RATE) }), RATE);
+      await c.opened;
+      const session = await c.waitFor((f) => f.type === 'session.created');
+      c.startMic();
+      await c.agentTurn(0);
+      await c.closed;
+      const call = await endedCall(server, session.call_id as string);
+      expect(call.status).toBe('completed');
+      expect(call.recordingUrl ?? null).toBeNull();
+      expect(call.transcript.length).toBeGreaterThan(0);
+      await server.waitForLog(/could not save the recording/);
+    } finally {
+      await server.stop();
+      await store.cleanup();
+    }
+  }, 60_000);
+});

@@ -207,7 +207,12 @@ export class CallRuntime {
             writer.close();
             void writer
               .flushed()
-              .then(() => saveRecording())
+              // A recording that cannot be saved (the disk full, the database down) leaves the call without one; the
+              // record and its events are still finished.
+              .then(() => saveRecording().catch((err: unknown) => {
+                logger.error({ err: err instanceof Error ? err.message : String(err), callId }, 'could not save the recording');
+                return {};
+              }))
               .then((keys) =>
                 events.end(
                   { ...final, ...keys },

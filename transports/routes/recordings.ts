@@ -48,7 +48,8 @@ export function recordingRoutes(server: HttpServer, prefix: string, ctx: RouteCo
       valid = false;
     }
     if (!valid) throw refused();
-    const bytes = await objects.get(key).catch(() => null);
+    // null: no such object; a store that cannot answer (the database down) is a 500, not a missing recording.
+    const bytes = await objects.get(key);
     if (!bytes) throw notFound('No such recording');
     return { status: 200, body: bytes, headers: { 'Content-Type': 'audio/wav', 'Cache-Control': 'private, no-store' } };
   }, { auth: 'none', doc: d('A recording (WAV), for whoever holds a valid signed URL', { query: [{ name: 'expires', required: true }, { name: 'signature', required: true }], response: { description: 'The recording.', contentType: 'audio/wav', schema: { type: 'string', contentMediaType: 'audio/wav' } } }) });
