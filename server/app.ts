@@ -106,8 +106,10 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   });
   const ctx = { db: store.db, publish, logger, settings, vault, webhooks, webhookSecrets };
   systemRoutes(server, store, metrics);
-  sessionRoutes(server, settings.atomsPrefix, { sessions, keys, signIns: new SignInLimiter() });
-  consoleRoutes(server, await buildConsole(settings.atomsPrefix));
+  // One mint limiter: tokens the console mints from its session count against the key's limit at /auth/token too.
+  const mintLimiter = new RateLimiter();
+  sessionRoutes(server, settings.atomsPrefix, { sessions, keys, signIns: new SignInLimiter(), mint: { tokens, limiter: mintLimiter, perMinute: settings.tokenMintsPerMinute } });
+  consoleRoutes(server, await buildConsole(settings.atomsPrefix, settings.wavesPrefix));
   agentRoutes(server, settings.atomsPrefix, ctx);
   versioningRoutes(server, settings.atomsPrefix, ctx);
   legacyV1Routes(server, settings.atomsPrefix, ctx);
@@ -123,7 +125,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   audienceRoutes(server, settings.atomsPrefix, ctx);
   let campaigns: CampaignRunner | null = null;
   campaignRoutes(server, settings.atomsPrefix, ctx, { wake: () => campaigns?.wake() });
-  tokenRoutes(server, settings.wavesPrefix, tokens, new RateLimiter(), settings.tokenMintsPerMinute);
+  tokenRoutes(server, settings.wavesPrefix, tokens, mintLimiter, settings.tokenMintsPerMinute);
   const registry = new ModelRegistry({
     cacheDir: path.join(settings.dataDir, 'models-cache'),
     modelsDir: settings.modelsDir,

@@ -30,7 +30,7 @@ function asset(type: string, body: Buffer): Asset {
 }
 
 /** Bundles the console: app.js (preact and our code, minified) and app.css; then the page that loads them. */
-export async function buildConsole(atomsPrefix: string): Promise<Map<string, Asset>> {
+export async function buildConsole(atomsPrefix: string, wavesPrefix: string): Promise<Map<string, Asset>> {
   const out = await build({
     entryPoints: { app: `${DIR}src/main.tsx`, 'app-style': `${DIR}src/style.css`, 'mic-worklet': `${DIR}src/mic-worklet.ts` },
     bundle: true,
@@ -51,7 +51,7 @@ export async function buildConsole(atomsPrefix: string): Promise<Map<string, Ass
     else if (f.path.endsWith('/mic-worklet.js')) files.set('mic-worklet.js', asset('text/javascript; charset=utf-8', Buffer.from(f.contents)));
   }
   const version = createHash('sha256').update(files.get('app.js')?.body ?? '').update(files.get('app.css')?.body ?? '').digest('base64url').slice(0, 12);
-  const html = (await readFile(`${DIR}index.html`, 'utf8')).replaceAll('%ATOMS%', escapeAttr(atomsPrefix)).replaceAll('%VERSION%', version);
+  const html = (await readFile(`${DIR}index.html`, 'utf8')).replaceAll('%ATOMS%', escapeAttr(atomsPrefix)).replaceAll('%WAVES%', escapeAttr(wavesPrefix)).replaceAll('%VERSION%', version);
   files.set('index.html', asset('text/html; charset=utf-8', Buffer.from(html)));
   return files;
 }

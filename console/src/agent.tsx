@@ -1,10 +1,12 @@
 // One agent: its configuration (the branch's draft, or the branch tip when there is none), saving the draft with
 // optimistic concurrency (a 409 conflict offers re-read and merge), publishing (a 202 scan followed to its end),
-// revisions with a side-by-side diff, restore, make live, and the configuration freeze.
-import { useEffect, useState } from 'preact/hooks';
+// revisions with a side-by-side diff, restore, make live, and the configuration freeze. Language, turn-taking, tools
+// and "play sample" are in agent-settings.tsx.
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError } from './api';
 import { ErrorNote, useAction, when } from './ui';
 import { TalkPanel } from './talk';
+import { LanguageFields, PlaySample, ToolRefsField, TurnFields, settingsOf, settingsPatch, type SettingsForm } from './agent-settings';
 
 type Config = Record<string, unknown>;
 interface Agent extends Config {
@@ -40,7 +42,7 @@ interface Diff {
 }
 
 /** The fields this editor changes, read from a resolved configuration. */
-interface Form {
+interface Form extends SettingsForm {
   firstMessage: string;
   prompt: string;
   workflowGraph: string;
@@ -58,6 +60,7 @@ function formOf(c: Config): Form {
     voiceId: String(voiceConfig(c).voiceId ?? ''),
     speed: String((c.synthesizer as Config | undefined)?.speed ?? ''),
     allowInterruptions: c.allowInterruptions !== false,
+    ...settingsOf(c),
   };
 }
 
@@ -80,8 +83,10 @@ function patchOf(form: Form, base: Form, workflowType: string): Config {
     p.synthesizer = synthesizer;
   }
   if (form.allowInterruptions !== base.allowInterruptions) p.allowInterruptions = form.allowInterruptions;
-  return p;
+  return { ...p, ...settingsPatch(form, base) };
 }
+
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
 const show = (v: unknown) => (v === undefined ? '—' : typeof v === 'string' ? v : JSON.stringify(v, null, 2));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -100,8 +105,12 @@ export function AgentPage({ agentId }: { agentId: string }) {
   const [label, setLabel] = useState('');
   const [publishNote, setPublishNote] = useState<string | null>(null);
   const [findings, setFindings] = useState<Revision['securityCheck']>(null);
+  const [gender, setGender] = useState('');
+  const [voices, setVoices] = useState<{ voiceId: string; displayName?: string }[]>([]);
   const load = useAction();
   const act = useAction();
+  /** The branch the last load read: choosing it there does not load again (a second load would drop fresh edits). */
+  const loadedBranch = useRef<string | null>(null);
   const b = branchId ? `${a}/branches/${encodeURIComponent(branchId)}` : null;
   const branch = branches.find((x) => x.branch._id === branchId) ?? null;
 
@@ -114,6 +123,7 @@ export function AgentPage({ agentId }: { agentId: string }) {
       setBranches(bs);
       const chosen = bs.find((x) => x.branch._id === branchId) ?? bs.find((x) => x.isLive) ?? bs[0];
       if (!chosen) return;
+      loadedBranch.current = chosen.branch._id;
       setBranchId(chosen.branch._id);
       const bp = `${a}/branches/${encodeURIComponent(chosen.branch._id)}`;
       let d: DraftView | null = null;
@@ -127,20 +137,24 @@ export function AgentPage({ agentId }: { agentId: string }) {
       const ref = d ? `draftId=${d.latest._id}` : chosen.branch.headRevisionId ? `versionId=${chosen.branch.headRevisionId}` : '';
       const cfg = ref ? await api<Config>('GET', `${a}?${ref}`) : ag;
       const f = formOf(cfg);
+      setGender(String(voiceConfig(cfg).gender ?? ''));
       setBase(f);
       setForm({ ...f, ...keep });
       setRevisions((await api<{ revisions: Revision[] }>('GET', `${bp}/revisions?limit=50`)).revisions);
     });
   useEffect(() => {
+    if (branchId !== null && branchId === loadedBranch.current) return;
     void reload();
   }, [agentId, branchId]);
 
   if (!agent || !form || !base) return <section><ErrorNote error={load.error} />{!load.error && <p>Loading…</p>}</section>;
   const set = (k: keyof Form) => (e: Event) => {
     const t = e.target as HTMLInputElement;
-    setForm({ ...form, [k]: t.type === 'checkbox' ? t.checked : t.value });
+    const v = t.type === 'checkbox' ? t.checked : t.value;
+    setForm((f) => f && { ...f, [k]: v });
   };
-  const edited = (Object.keys(form) as (keyof Form)[]).filter((k) => form[k] !== base[k]);
+  const put = (k: keyof Form, v: unknown) => setForm((f) => f && ({ ...f, [k]: v } as Form));
+  const edited = (Object.keys(form) as (keyof Form)[]).filter((k) => !same(form[k], base[k]));
   const expectedRevision = draft?.latest.draftRevision ?? branch?.branch.draftRevision ?? 0;
 
   const save = () =>
@@ -249,7 +263,7 @@ export function AgentPage({ agentId }: { agentId: string }) {
         )}
       </ErrorNote>
 
-      <form class="card config" aria-label="Configuration" onSubmit={(e) => (e.preventDefault(), void save())}>
+      <form class="card config" aria-label="Configuration" noValidate onSubmit={(e) => (e.preventDefault(), void save())}>
         <h2>{draft ? `Draft (edit ${draft.latest.draftRevision})` : 'Configuration'}</h2>
         <label>
           First message
@@ -266,19 +280,23 @@ export function AgentPage({ agentId }: { agentId: string }) {
             <textarea name="workflowGraph" class="code" rows={14} value={form.workflowGraph} onInput={set('workflowGraph')} />
           </label>
         )}
-        <div class="row">
+        <div class="row voice">
           <label>
             Voice
-            <input name="voiceId" value={form.voiceId} onInput={set('voiceId')} />
+            <input name="voiceId" list="voice-ids" value={form.voiceId} onInput={set('voiceId')} />
           </label>
           <label>
             Speed
             <input name="speed" type="number" step="0.1" min="0.5" max="2" value={form.speed} onInput={set('speed')} />
           </label>
-          <label class="check">
-            <input type="checkbox" name="allowInterruptions" checked={form.allowInterruptions} onChange={set('allowInterruptions')} /> Callers can interrupt
-          </label>
+          <PlaySample voiceId={form.voiceId} gender={gender} speed={form.speed} text={form.firstMessage} onVoices={setVoices} />
+          <datalist id="voice-ids">
+            {voices.map((v) => <option key={v.voiceId} value={v.voiceId}>{v.displayName ?? v.voiceId}</option>)}
+          </datalist>
         </div>
+        <LanguageFields form={form} set={put} />
+        <TurnFields form={form} set={put} allowInterruptions={form.allowInterruptions} setAllow={(v) => put('allowInterruptions', v)} />
+        <ToolRefsField refs={form.toolRefs} set={(refs) => put('toolRefs', refs)} />
         <div class="row">
           <button type="submit" disabled={act.busy || edited.length === 0}>Save draft</button>
           {draft && <button type="button" class="link" disabled={act.busy} onClick={() => void discard()}>Discard draft</button>}

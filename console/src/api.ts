@@ -3,6 +3,8 @@
 const meta = (name: string, fallback: string) => document.querySelector<HTMLMetaElement>(`meta[name="${name}"]`)?.content || fallback;
 /** The agent platform prefix the server was started with (PARLEY_ATOMS_PREFIX); the page carries it. */
 export const ATOMS = meta('parley-atoms', '/atoms/v1');
+/** The inference API prefix (PARLEY_WAVES_PREFIX), when the page names it. */
+export const WAVES = meta('parley-waves', '/waves/v1');
 
 export class ApiError extends Error {
   constructor(readonly status: number, message: string, readonly body: unknown) {
@@ -70,4 +72,29 @@ export async function currentSession(): Promise<Session | null> {
 export async function signOut(): Promise<void> {
   await api('DELETE', '/auth/session');
   setCsrf(null);
+}
+
+/** A short-lived `wat_` token for the inference API, which does not take the session cookie. */
+export async function accessToken(): Promise<string> {
+  return (await api<{ access_token: string }>('POST', '/auth/session/access-token')).access_token;
+}
+
+/** Calls an inference API route with an access token; resolves to the response (errors as ApiError). */
+export async function inference(method: string, path: string, token: string, body?: unknown): Promise<Response> {
+  const headers: Record<string, string> = { Authorization: `Bearer ${token}` };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const res = await fetch(`${WAVES}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'omit' });
+  if (!res.ok) {
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      /* not JSON */
+    }
+    // Synthesis errors are `{error: <name>, message}`: the message says what was wrong.
+    const message = (parsed as { message?: unknown } | null)?.message;
+    throw new ApiError(res.status, typeof message === 'string' ? message : messageOf(parsed, res.status), parsed);
+  }
+  return res;
 }

@@ -7,6 +7,9 @@ import { SignIn } from './signin';
 import { AgentList } from './agents';
 import { AgentPage } from './agent';
 import { CallList, CallPage } from './calls';
+import { ToolsPage } from './tools';
+import { WebhooksPage } from './webhooks';
+import { TelephonyPage } from './telephony';
 import { ErrorNote } from './ui';
 
 function useHash(): string {
@@ -46,6 +49,9 @@ function App() {
         <nav>
           <a href="#/agents" aria-current={section === 'agents' ? 'page' : undefined}>Agents</a>
           <a href="#/calls" aria-current={section === 'calls' ? 'page' : undefined}>Calls</a>
+          <a href="#/tools" aria-current={section === 'tools' ? 'page' : undefined}>Tools</a>
+          <a href="#/webhooks" aria-current={section === 'webhooks' ? 'page' : undefined}>Webhooks</a>
+          <a href="#/telephony" aria-current={section === 'telephony' ? 'page' : undefined}>Telephony</a>
           <a href="/reference" target="_blank" rel="noopener">API reference</a>
         </nav>
         <span class="who" title={`organization ${session.organizationId}`}>{session.keyName}</span>
@@ -55,6 +61,12 @@ function App() {
         <ErrorNote error={error} />
         {section === 'calls' ? (
           id ? <CallPage key={id} callId={decodeURIComponent(id)} /> : <CallList />
+        ) : section === 'tools' ? (
+          <ToolsPage />
+        ) : section === 'webhooks' ? (
+          <WebhooksPage />
+        ) : section === 'telephony' ? (
+          <TelephonyPage />
         ) : section === 'agents' && id ? (
           <AgentPage key={id} agentId={decodeURIComponent(id)} />
         ) : (

@@ -1,16 +1,32 @@
-// `{atoms}/auth/session`: the console signs in with an API key (an HttpOnly cookie and a CSRF token), reads it back, signs out.
+// `{atoms}/auth/session`: the console signs in with an API key (an HttpOnly cookie and a CSRF token), reads it back,
+// signs out, and mints short-lived `wat_` access tokens for the inference API (which never takes the cookie).
 import type { HttpServer } from '../http/server.js';
 import { docs, ok, type HttpRequest } from '../http/types.js';
 import { ApiError, badRequest, forbidden, unauthorized } from '../../control-plane/errors.js';
 import type { KeyResolver } from '../../control-plane/auth/keys.js';
 import { SESSION_COOKIE, SIGN_IN_FAILURES_PER_MINUTE, type BrowserSession, type BrowserSessions, type SignInLimiter } from '../../control-plane/auth/sessions.js';
 import { crossOrigin, requireCsrf, sessionCookie, viaHttps } from '../http/auth.js';
+import type { RateLimiter } from '../../control-plane/auth/rate-limit.js';
+import type { AccessTokens } from '../../control-plane/auth/tokens.js';
+
+/** What `POST {waves}/auth/token` mints with: the console's tokens count against the same per-key mint limit. */
+export interface SessionTokenMint {
+  tokens: AccessTokens;
+  /** The limiter of `POST {waves}/auth/token` (the same instance). */
+  limiter: RateLimiter;
+  perMinute: number;
+}
+
+/** Lifetime of a token minted for the console: long enough for one request (a voice sample). */
+export const CONSOLE_TOKEN_TTL_SECONDS = 60;
 
 export interface SessionRouteDeps {
   sessions: BrowserSessions;
   keys: KeyResolver;
   /** Failed sign-ins per client address. */
   signIns: SignInLimiter;
+  /** Access tokens for the console; without it `POST /auth/session/access-token` answers 503. */
+  mint?: SessionTokenMint;
 }
 
 /** The cookie: script cannot read it (HttpOnly), other sites' requests do not carry it (SameSite=Strict). */
@@ -43,6 +59,17 @@ const sessionData = {
   },
 };
 const COOKIE_NOTE = 'Reads the `parley_session` cookie (401 without a live session).';
+/** The body of `POST {waves}/auth/token`, which this route answers with too. */
+const tokenData = {
+  type: 'object',
+  required: ['access_token', 'token_type', 'expires_in', 'expires_at'],
+  properties: {
+    access_token: { type: 'string', description: '`wat_...`: send as `Authorization: Bearer` to the inference API.' },
+    token_type: { const: 'Bearer' },
+    expires_in: { type: 'integer', const: CONSOLE_TOKEN_TTL_SECONDS },
+    expires_at: { type: 'string', format: 'date-time' },
+  },
+};
 
 async function currentSession(req: HttpRequest, sessions: BrowserSessions): Promise<{ token: string; session: BrowserSession }> {
   const token = sessionCookie(req);
@@ -92,4 +119,34 @@ export function sessionRoutes(server: HttpServer, prefix: string, deps: SessionR
     await deps.sessions.delete(token);
     return ok({ signedOut: true }, 200, { ...NO_STORE, 'Set-Cookie': cookie(req, '', 0) });
   }, { auth: 'none', doc: d('Sign out (deletes the session, clears the cookie)', { description: `${COOKIE_NOTE} Needs \`X-CSRF-Token\` (403 without it).` }) });
+
+  server.route('POST', `${prefix}/auth/session/access-token`, async (req) => {
+    // A cookie-only route: an API client mints with its key at POST {waves}/auth/token.
+    if (req.headers.authorization !== undefined) throw forbidden('This route takes the session cookie only; with an API key, use POST /auth/token of the inference API');
+    const { session } = await currentSession(req, deps.sessions);
+    requireCsrf(req, session);
+    const mint = deps.mint;
+    if (!mint) throw new ApiError(503, 'Access tokens are not available on this server');
+    const decision = mint.limiter.hit(session.keyId, mint.perMinute);
+    if (!decision.allowed) {
+      throw new ApiError(429, 'Too many access tokens minted; mint one per client session', { headers: { ...decision.headers, 'Retry-After': String(decision.retryAfterSec) } });
+    }
+    const { token, expiresAt } = mint.tokens.mint(session.keyId, CONSOLE_TOKEN_TTL_SECONDS);
+    return {
+      status: 201,
+      headers: { ...NO_STORE, ...decision.headers },
+      body: { access_token: token, token_type: 'Bearer', expires_in: CONSOLE_TOKEN_TTL_SECONDS, expires_at: expiresAt.toISOString() },
+    };
+  }, {
+    auth: 'none',
+    maxBodyBytes: 1024,
+    doc: d('Mint a short-lived access token (wat_) for the inference API from the session', {
+      description:
+        `${COOKIE_NOTE} Needs \`X-CSRF-Token\` (403 without it). The inference API does not take the cookie; the console ` +
+        `plays voice samples with this token instead. It lives ${CONSOLE_TOKEN_TTL_SECONDS} s, acts as the session's key, and ` +
+        'counts against the same per-key limit as `POST /auth/token` of the inference API (429 with Retry-After). ' +
+        'Requests with an `Authorization` header are refused (403): API clients mint with their key there.',
+      response: { status: 201, description: 'The token, in the shape of the inference API\'s `POST /auth/token`.', schema: tokenData },
+    }),
+  });
 }
