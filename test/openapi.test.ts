@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { ZodType } from 'zod';
 import { CHROMIUM, launchBrowser, screenshotDeviation } from './support/browser.js';
 import { testDialects } from './support/server.js';
 import { serverForSuite } from './support/suite.js';
@@ -85,6 +86,13 @@ describe('route table', () => {
     expect(coverage(app.routes, doc)).toEqual({ missing: [], extra: [] });
   });
 
+  it('every JSON request body is documented by the zod schema that validates it (no hand-written JSON Schema)', () => {
+    const jsonBodies = app.routes.filter((r) => r.doc?.body && (r.doc.body.contentType ?? 'application/json') === 'application/json');
+    expect(jsonBodies.length).toBeGreaterThan(40);
+    const handWritten = jsonBodies.filter((r) => !(r.doc?.body?.schema instanceof ZodType)).map((r) => `${r.method} ${r.pattern}`);
+    expect(handWritten).toEqual([]);
+  });
+
   it('the coverage check names a route whose doc is removed, and a documented route the server lacks', () => {
     const routes = app.routes.map((r) => ({ ...r }));
     const victim = routes.find((r) => r.pattern.endsWith('/agent/:id/duplicate')) as RouteRecord;
@@ -132,6 +140,58 @@ describe.each(testDialects())('OpenAPI document and reference (%s)', (dialect) =
     expect(live['x-websocket']).toBe(true);
     expect(live.responses['101']).toBeDefined();
     expect(live.security).toContainEqual({ apiKeyQuery: [] });
+  });
+
+  it('shows the enums, bounds and required fields of converted bodies, and the server enforces exactly those', async () => {
+    const body = (path: string, method = 'post') => (doc.paths[path]?.[method] as any).requestBody.content['application/json'].schema;
+    /** A nullable field's schema without its `null` branch. */
+    const notNull = (schema: any) => (schema.anyOf ? schema.anyOf.find((s: any) => s.type !== 'null') : schema);
+    const agent = body('/atoms/v1/agent');
+    expect(agent.properties.name).toMatchObject({ type: 'string', maxLength: 200 });
+    const draft = body('/atoms/v1/agent/{id}/branches/{branchId}/draft', 'put');
+    expect(draft.properties.expectedRevision).toMatchObject({ type: 'integer', minimum: 0 });
+    expect(draft.properties.workflowType.enum).toEqual(['single_prompt', 'workflow_graph']);
+    const branch = body('/atoms/v1/agent/{id}/branches');
+    expect(branch.required).toEqual(['name', 'sourceBranchId']);
+    expect(branch.properties.name).toMatchObject({ minLength: 1, maxLength: 100 });
+    expect(body('/atoms/v1/agent/{id}/branches/{branchId}/revisions/{revisionId}/scan').properties.acknowledge.items.enum).toContain('prompt_injection');
+    const webhook = body('/atoms/v1/webhook');
+    expect(webhook.required).toEqual(['endpoint']);
+    expect(webhook.additionalProperties).toBe(false);
+    expect(webhook.properties.events).toMatchObject({ type: 'array', maxItems: 300 });
+    expect(webhook.properties.events.items.properties.eventType.enum).toEqual(['pre-conversation', 'post-conversation', 'analytics-completed']);
+    expect(body('/atoms/v1/secret')).toMatchObject({ required: ['name', 'value'], properties: { name: { pattern: '^[A-Za-z0-9_.-]{1,100}$' } } });
+    const trunk = body('/atoms/v1/sip-trunk/outbound');
+    expect(trunk.required).toEqual(expect.arrayContaining(['name', 'address']));
+    expect(trunk.properties.cpsLimit).toMatchObject({ type: 'integer', minimum: 1, maximum: 50 });
+    expect(trunk.properties.transport.enum).toEqual(['udp', 'tcp', 'tls']);
+    expect(trunk.properties.ringingTimeoutSecs).toBeUndefined();
+    expect(body('/atoms/v1/sip-trunk/inbound').properties.ringingTimeoutSecs).toMatchObject({ minimum: 1, maximum: 120 });
+    expect(body('/atoms/v1/conversation/outbound')).toMatchObject({ required: ['agentId', 'phoneNumber'], properties: { phoneNumber: { pattern: expect.any(String) } } });
+    const maxRetries = notNull(body('/atoms/v1/campaign').properties.maxRetries);
+    expect(maxRetries).toMatchObject({ type: 'integer', minimum: 0, maximum: 10 });
+    expect(body('/atoms/v1/agent/{agentId}/answers').properties.sourceKind.enum).toEqual(['phoneNumber', 'sipTrunk']);
+    expect(body('/waves/v1/auth/token').properties.ttl_seconds).toMatchObject({ type: 'integer', default: expect.any(Number) });
+    const tts = body('/waves/v1/tts');
+    expect(tts.required).toEqual(['text', 'voice_id']);
+    expect(notNull(tts.properties.sample_rate).enum).toEqual([8000, 16000, 22050, 24000, 44100, 48000]);
+    expect(notNull(tts.properties.speed)).toMatchObject({ minimum: 0.5, maximum: 2 });
+
+    // The documented bound is the enforced one: at it the request passes, one past it the field is named.
+    const { server } = suite;
+    const maxName = agent.properties.name.maxLength as number;
+    expect((await server.request('POST', '/atoms/v1/agent', { body: { name: 'n'.repeat(maxName) } })).status).toBe(201);
+    const long = await server.request('POST', '/atoms/v1/agent', { body: { name: 'n'.repeat(maxName + 1) } });
+    expect(long.status).toBe(400);
+    expect(long.body.errors).toEqual(['name: must be a non-empty string of at most 200 characters']);
+    const retries = await server.request('POST', '/atoms/v1/campaign', { body: { name: 'c', agentId: 'a', audienceId: 'b', maxRetries: maxRetries.maximum + 1 } });
+    expect(retries.status).toBe(400);
+    expect(retries.body.errors).toEqual(['maxRetries: an integer from 0 to 10 (default 3)']);
+    const event = await server.request('POST', '/atoms/v1/webhook', { body: { endpoint: 'https://hooks.example.com/x', events: [{ agentId: '0123456789abcdef01234567', eventType: 'call-started' }] } });
+    expect(event.body.errors).toEqual(['events[0].eventType: must be one of pre-conversation, post-conversation, analytics-completed']);
+    const secret = await server.request('POST', '/atoms/v1/secret', { body: { name: 'no spaces allowed', value: 'v', extra: 1 } });
+    expect(secret.status).toBe(400);
+    expect(secret.body.errors).toEqual(['name: required, 1-100 characters of letters, digits, _ . or -']);
   });
 
   it('every documented operation reaches its route without credentials, never the unmatched-route fallback', async () => {

@@ -3,7 +3,9 @@ import type { Db, Tx } from '../store/db.js';
 import type { AgentsTable } from '../store/schema.js';
 import type { Selectable } from 'kysely';
 import { newId, nowIso } from '../store/ids.js';
+import { z } from 'zod';
 import { ApiError, badRequest, forbidden, locked, notFound } from '../errors.js';
+import { bodyObject, checkBody, parseBody, says } from '../validation.js';
 import { WORKFLOW_TYPES } from './config-schema.js';
 import { applyConfigPatch, defaultConfig, pickConfig, type AgentConfig, type BlockRefs } from './config.js';
 import { insertBranch, loadConfig, parseJson, storeBlocks } from './records.js';
@@ -41,26 +43,41 @@ export async function loadAgentForWrite(q: Db | Tx, actor: Actor, agentId: strin
   return row;
 }
 
-function validateMeta(body: Record<string, unknown>): string[] {
-  const errors: string[] = [];
-  if (body.name !== undefined && (typeof body.name !== 'string' || body.name.trim() === '' || body.name.length > 200)) errors.push('name: must be a non-empty string of at most 200 characters');
-  if (body.description !== undefined && body.description !== null && (typeof body.description !== 'string' || body.description.length > 2000)) errors.push('description: must be a string of at most 2000 characters');
-  if (body.avatarUrl !== undefined && body.avatarUrl !== null && typeof body.avatarUrl !== 'string') errors.push('avatarUrl: must be a string');
-  for (const flag of ['allowInboundCall', 'visibleToEveryone'] as const) {
-    if (body[flag] !== undefined && typeof body[flag] !== 'boolean') errors.push(`${flag}: must be a boolean`);
-  }
-  return errors;
-}
+/** The agent's own fields (configuration fields and widget settings are checked by their own schemas, after these). */
+const metaShape = {
+  name: z.string(says('must be a non-empty string of at most 200 characters')).regex(/\S/).max(200),
+  description: z.string(says('must be a string of at most 2000 characters')).max(2000).nullable().optional(),
+  avatarUrl: z.string(says('must be a string')).nullable().optional(),
+  allowInboundCall: z.boolean(says('must be a boolean')).optional().describe('Removed after the telephony migration window (use answers).'),
+  visibleToEveryone: z.boolean(says('must be a boolean')).optional(),
+  workflowType: z.enum(WORKFLOW_TYPES, says(`must be one of ${WORKFLOW_TYPES.join(', ')}`)),
+};
+
+/** `POST /agent`: the agent's fields; `name` required, `workflowType` default `single_prompt`. */
+export const createAgentMeta = bodyObject({
+  ...metaShape,
+  name: z.string(says('must be a non-empty string of at most 200 characters', 'required')).regex(/\S/).max(200),
+  workflowType: metaShape.workflowType.nullish(),
+});
+
+/**
+ * `PATCH /agent/{id}`: the agent's fields. `workflowType` only while unversioned, and the deprecated
+ * `telephonyProductId` and `allowInboundCall` only in the telephony migration window (checked in code).
+ */
+export const updateAgentMeta = bodyObject({
+  ...metaShape,
+  name: metaShape.name.optional(),
+  workflowType: metaShape.workflowType.optional(),
+  telephonyProductId: z.unknown().describe('Deprecated: numbers answered by this agent (replace semantics).'),
+});
 
 export async function createAgent(db: Db, actor: Actor, body: unknown): Promise<string> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('Request body must be a JSON object');
   // `telephonyProductId` is silently ignored on create (spec); after the telephony window so is `allowInboundCall`.
   const { telephonyProductId: _ignored, ...input } = body as Record<string, unknown>;
   if (!(await telephonyWindow(db)).open) delete input.allowInboundCall;
-  const errors = validateMeta(input);
-  if (input.name === undefined) errors.push('name: required');
+  const errors: string[] = checkBody(createAgentMeta, input).errors;
   const workflowType = input.workflowType ?? 'single_prompt';
-  if (!WORKFLOW_TYPES.includes(workflowType as never)) errors.push(`workflowType: must be one of ${WORKFLOW_TYPES.join(', ')}`);
   const { merged, errors: configErrors } = applyConfigPatch(defaultConfig(), pickConfig(input));
   errors.push(...configErrors);
   const widget = input.widgetConfig === undefined ? null : mergeWidgetConfig({}, input.widgetConfig);
@@ -245,7 +262,7 @@ export async function updateAgent(db: Db, actor: Actor, agentId: string, body: u
   if (Object.keys(configPatch).length && agent.versioned) {
     throw badRequest('Agent has versioning enabled. Config changes must be made through drafts.');
   }
-  const errors = validateMeta(input);
+  const errors: string[] = checkBody(updateAgentMeta, input).errors;
   const telephonyOpen = (await telephonyWindow(db)).open;
   let productIds: string[] | undefined;
   for (const field of ['telephonyProductId', 'allowInboundCall'] as const) {
@@ -257,9 +274,9 @@ export async function updateAgent(db: Db, actor: Actor, agentId: string, body: u
   const current = await loadConfig(db, JSON.parse(agent.base_blocks) as BlockRefs);
   const { merged, errors: configErrors } = applyConfigPatch(current, configPatch);
   errors.push(...configErrors);
-  if (input.workflowType !== undefined) {
-    if (agent.versioned) errors.push('workflowType: change it through a draft once the agent is versioned');
-    else if (!WORKFLOW_TYPES.includes(input.workflowType as never)) errors.push(`workflowType: must be one of ${WORKFLOW_TYPES.join(', ')}`);
+  if (input.workflowType !== undefined && agent.versioned) {
+    const i = errors.findIndex((e) => e.startsWith('workflowType: '));
+    errors.splice(i < 0 ? errors.length : i, i < 0 ? 0 : 1, 'workflowType: change it through a draft once the agent is versioned');
   }
   const meta = JSON.parse(agent.meta) as Record<string, unknown>;
   if (input.widgetConfig !== undefined) {
@@ -328,10 +345,12 @@ export async function setArchived(db: Db, actor: Actor, agentId: string, on: boo
   return on ? 'Agent archived' : 'Agent unarchived';
 }
 
+/** `POST /agent/{id}/config-freeze`: an optional reason (a body that is not an object is read as none). */
+export const freezeBody = bodyObject({ reason: z.string(says('must be a string of at most 500 characters')).max(500).nullish() });
+
 export async function setFreeze(db: Db, actor: Actor, agentId: string, body: unknown): Promise<Record<string, unknown>> {
   await loadAgent(db, actor, agentId);
-  const reason = typeof body === 'object' && body !== null && 'reason' in body ? (body as { reason: unknown }).reason : null;
-  if (reason !== null && reason !== undefined && (typeof reason !== 'string' || reason.length > 500)) throw badRequest('reason: must be a string of at most 500 characters');
+  const { reason } = typeof body === 'object' && body !== null && !Array.isArray(body) ? parseBody(freezeBody, body) : { reason: null };
   const freeze = { active: true, reason: reason ?? null, setBy: actor.name, setAt: nowIso() };
   await db.updateTable('agents').set({ freeze: JSON.stringify(freeze) }).where('id', '=', agentId).execute();
   return freeze;

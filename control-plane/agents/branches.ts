@@ -1,7 +1,9 @@
 // Branches of an agent: create from a source branch, list, read, rename, archive, make live (exactly one live).
 import { isUniqueViolation, type Db, type Tx } from '../store/db.js';
 import { newId, nowIso } from '../store/ids.js';
+import { z } from 'zod';
 import { badRequest, conflict, forbidden, notFound } from '../errors.js';
+import { bodyObject, parseBody, says } from '../validation.js';
 import { loadAgent, loadAgentForWrite, type Actor, type AgentRow } from './agents.js';
 import { branchDto, insertBranch, parseJson, revisionDto, type BranchRow, type SecurityCheck } from './records.js';
 
@@ -27,11 +29,13 @@ export async function scanningRevision(q: Db | Tx, branchId: string): Promise<{ 
   return row ? { id: row.id, check: parseJson<SecurityCheck>(row.security_check) } : null;
 }
 
-function validateName(body: unknown): string {
-  const name = typeof body === 'object' && body !== null ? (body as { name?: unknown }).name : undefined;
-  if (typeof name !== 'string' || name.trim().length < 1 || name.trim().length > 100) throw badRequest('name: required, 1-100 characters');
-  return name.trim();
-}
+/** `PATCH .../branches/{branchId}`: the new name (trimmed). */
+export const renameBranchBody = bodyObject({ name: z.string(says('required, 1-100 characters')).trim().min(1).max(100) });
+
+/** `POST .../branches`: a name and the branch whose head revision the new branch starts from. */
+export const createBranchBody = renameBranchBody.extend({
+  sourceBranchId: z.string(says('required, a 24-hex branch id')).regex(/^[a-f\d]{24}$/),
+});
 
 /** A concurrent create or rename that took the name first shows up as a unique violation: answer it as the 409 it is. */
 function nameTaken(name: string) {
@@ -77,9 +81,7 @@ export async function liveHeadId(q: Db | Tx, agent: AgentRow): Promise<string | 
 
 export async function createBranch(db: Db, actor: Actor, agentId: string, body: unknown): Promise<Record<string, unknown>> {
   const agent = await loadAgentForWrite(db, actor, agentId);
-  const name = validateName(body);
-  const sourceBranchId = (body as { sourceBranchId?: unknown }).sourceBranchId;
-  if (typeof sourceBranchId !== 'string' || !/^[a-f\d]{24}$/.test(sourceBranchId)) throw badRequest('sourceBranchId: required, a 24-hex branch id');
+  const { name, sourceBranchId } = parseBody(createBranchBody, body);
   const id = newId();
   await db.transaction().execute(async (tx) => {
     const source = await loadBranch(tx, agent, sourceBranchId);
@@ -113,7 +115,7 @@ export async function getBranch(db: Db, actor: Actor, agentId: string, branchId:
 
 export async function renameBranch(db: Db, actor: Actor, agentId: string, branchId: string, body: unknown): Promise<Record<string, unknown>> {
   const agent = await loadAgentForWrite(db, actor, agentId);
-  const name = validateName(body);
+  const { name } = parseBody(renameBranchBody, body);
   await db.transaction().execute(async (tx) => {
     const branch = await loadBranch(tx, agent, branchId);
     if (branch.is_default) throw forbidden('The default branch cannot be renamed');

@@ -1,7 +1,9 @@
 // A branch's open draft: upsert with optimistic concurrency (`expectedRevision`), read with edit history, discard.
 import type { Db, Tx } from '../store/db.js';
 import { newId, nowIso } from '../store/ids.js';
+import { z } from 'zod';
 import { ApiError, badRequest, conflict, notFound } from '../errors.js';
+import { bodyObject, parseBody, says } from '../validation.js';
 import { WORKFLOW_TYPES } from './config-schema.js';
 import { applyConfigPatch, pickConfig, sectionOf, getPath, leafWrites, pathsOverlap, sameValue, type BlockRefs, type Section } from './config.js';
 import { loadAgent, loadAgentForWrite, type Actor, type AgentRow } from './agents.js';
@@ -23,16 +25,18 @@ export async function branchTipRefs(q: Db | Tx, agent: AgentRow, branch: BranchR
   return { refs: JSON.parse(agent.base_blocks) as BlockRefs, parent: null };
 }
 
+/**
+ * `PUT .../draft`: the draft's own fields; the configuration fields beside them are checked by their CONFIG_FIELDS
+ * schemas when merged into the draft (at least one of those or `workflowType` is required).
+ */
+export const draftFields = bodyObject({
+  expectedRevision: z.number(says('must be an integer >= 0')).int().min(0).optional().describe('Refuse (409) if the draft moved past this edit.'),
+  workflowType: z.enum(WORKFLOW_TYPES, says(`must be one of ${WORKFLOW_TYPES.join(', ')}`)).optional(),
+});
+
 export async function putDraft(db: Db, actor: Actor, agentId: string, branchId: string, body: unknown): Promise<Record<string, unknown>> {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('Request body must be a JSON object');
-  const input = body as Record<string, unknown>;
-  const expected = input.expectedRevision;
-  if (expected !== undefined && (typeof expected !== 'number' || !Number.isInteger(expected) || expected < 0)) {
-    throw badRequest('expectedRevision: must be an integer >= 0');
-  }
-  const patch = pickConfig(input);
-  const workflowType = input.workflowType;
-  if (workflowType !== undefined && !WORKFLOW_TYPES.includes(workflowType as never)) throw badRequest(`workflowType: must be one of ${WORKFLOW_TYPES.join(', ')}`);
+  const { expectedRevision: expected, workflowType } = parseBody(draftFields, body);
+  const patch = pickConfig(body as Record<string, unknown>);
   if (Object.keys(patch).length === 0 && workflowType === undefined) throw badRequest('No recognized config fields in request body');
   const agent = await loadAgentForWrite(db, actor, agentId);
 

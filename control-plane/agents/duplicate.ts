@@ -1,11 +1,18 @@
 // `POST /agent/{id}/duplicate`: a new agent in the caller's organization with the source's metadata and live configuration.
 import type { Db } from '../store/db.js';
-import { badRequest, forbidden } from '../errors.js';
+import { z } from 'zod';
+import { forbidden } from '../errors.js';
+import { bodyObject, parseBody, says } from '../validation.js';
 import { insertAgent, liveRefs, loadAgent, type Actor } from './agents.js';
 import { loadConfig } from './records.js';
 
 const NAME_MAX = 200;
 const SUFFIX = ' (copy)';
+
+/** `POST /agent/{id}/duplicate`: an optional target organization. */
+export const duplicateBody = bodyObject({
+  targetOrganizationId: z.string(says('must be an organization id')).min(1).nullish().describe('Your own organization only (403 otherwise).'),
+});
 
 /**
  * The copy is a fresh, unversioned agent (Main branch, live, no revisions) whose base configuration is what the
@@ -14,10 +21,8 @@ const SUFFIX = ' (copy)';
  * drafts, freeze, archive state and phone numbers are not. Answers the new agent's id.
  */
 export async function duplicateAgent(db: Db, actor: Actor, agentId: string, body: unknown): Promise<string> {
-  if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) throw badRequest('Request body must be a JSON object');
-  const target = (body as { targetOrganizationId?: unknown } | undefined)?.targetOrganizationId;
+  const target = body === undefined ? undefined : parseBody(duplicateBody, body).targetOrganizationId;
   if (target !== undefined && target !== null) {
-    if (typeof target !== 'string' || target === '') throw badRequest('targetOrganizationId: must be an organization id');
     if (target !== actor.orgId) throw forbidden('targetOrganizationId: an agent can only be duplicated into your own organization');
   }
   const agent = await loadAgent(db, actor, agentId);

@@ -1,7 +1,9 @@
 // On-demand prompt scoring (POST /prompt-scoring/score) of a version or draft, stored on its revision; the publish-time score.
 import type { Db, Tx } from '../store/db.js';
 import { nowIso } from '../store/ids.js';
+import { z } from 'zod';
 import { ApiError, badRequest, notFound } from '../errors.js';
+import { NOT_AN_OBJECT, bodyObject, parseBody, says } from '../validation.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
 import type { BlockRefs } from './config.js';
 import { loadAgent, type Actor } from './agents.js';
@@ -35,13 +37,17 @@ export function limitPromptScoring(limiter: RateLimiter, orgId: string): void {
   });
 }
 
+const revisionId = z.string(says('must be a 24-hex id')).regex(/^[a-f\d]{24}$/).optional();
+
+/** `POST /prompt-scoring/score`: exactly one of the two (checked in code first). */
+export const promptScoreBody = bodyObject({ versionId: revisionId.describe('A committed revision.'), draftId: revisionId.describe('An open draft.') });
+
 function parseTarget(body: unknown): { kind: 'version' | 'draft'; id: string } {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('Request body must be a JSON object');
-  const { versionId, draftId } = body as Record<string, unknown>;
-  if ((versionId === undefined) === (draftId === undefined)) throw badRequest('Send exactly one of versionId or draftId');
-  const [field, value] = versionId !== undefined ? ['versionId', versionId] : ['draftId', draftId];
-  if (typeof value !== 'string' || !/^[a-f\d]{24}$/.test(value)) throw badRequest(`${field}: must be a 24-hex id`);
-  return { kind: field === 'versionId' ? 'version' : 'draft', id: value };
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest(NOT_AN_OBJECT);
+  const given = body as Record<string, unknown>;
+  if ((given.versionId === undefined) === (given.draftId === undefined)) throw badRequest('Send exactly one of versionId or draftId');
+  const { versionId, draftId } = parseBody(promptScoreBody, body);
+  return versionId !== undefined ? { kind: 'version', id: versionId } : { kind: 'draft', id: draftId as string };
 }
 
 /**

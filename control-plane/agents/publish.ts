@@ -3,7 +3,9 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Db, Tx } from '../store/db.js';
 import { newId, nowIso } from '../store/ids.js';
+import { z } from 'zod';
 import { badRequest, conflict, forbidden, notFound } from '../errors.js';
+import { bodyObject, parseBody, says } from '../validation.js';
 import type { BlockRefs, Section } from './config.js';
 import { loadAgentForWrite, type Actor, type AgentRow } from './agents.js';
 import { assertWritable, liveHeadId, loadBranch, scanningRevision } from './branches.js';
@@ -380,24 +382,27 @@ async function nextRevisionNumber(tx: Tx, branchId: string): Promise<number> {
 
 const SCAN_RULES: readonly ScanRule[] = ['api_key', 'private_key', 'card_number', 'national_id', 'prompt_injection', 'url_credentials'];
 
+const rulesText = SCAN_RULES.join(', ');
+
+/** `POST .../revisions/{revisionId}/scan`: rules whose findings are accepted on the retry. */
+export const retryScanBody = bodyObject({
+  acknowledge: z
+    .array(z.enum(SCAN_RULES as [ScanRule, ...ScanRule[]], says(`must be a scan rule (${rulesText})`)), says(`must be an array of scan rules (${rulesText})`))
+    .optional()
+    .describe('Scan rules whose findings are accepted.'),
+});
+
+/** `POST .../draft/publish` and `.../restore`: an optional label for the revision. */
+export const publishBody = bodyObject({ label: z.string(says('must be a string of at most 200 characters, or null')).max(200).nullish() });
+
 function parseAcknowledge(body: unknown): ScanRule[] {
   if (body === undefined || body === null) return [];
-  if (typeof body !== 'object' || Array.isArray(body)) throw badRequest('Request body must be a JSON object');
-  const list = (body as { acknowledge?: unknown }).acknowledge;
-  if (list === undefined) return [];
-  if (!Array.isArray(list) || !list.every((r) => SCAN_RULES.includes(r as ScanRule))) {
-    throw badRequest(`acknowledge: must be an array of scan rules (${SCAN_RULES.join(', ')})`);
-  }
-  return [...new Set(list as ScanRule[])];
+  return [...new Set(parseBody(retryScanBody, body).acknowledge ?? [])];
 }
 
 function parseLabel(body: unknown): string | null {
   if (body === undefined || body === null) return null;
-  if (typeof body !== 'object' || Array.isArray(body)) throw badRequest('Request body must be a JSON object');
-  const label = (body as { label?: unknown }).label;
-  if (label === undefined || label === null) return null;
-  if (typeof label !== 'string' || label.length > 200) throw badRequest('label: must be a string of at most 200 characters, or null');
-  return label;
+  return parseBody(publishBody, body).label ?? null;
 }
 
 async function raceBudget(p: Promise<Verdict>, ms: number): Promise<Verdict | null> {

@@ -1,6 +1,8 @@
 // Agent templates: the catalog `GET /agent/template` lists and `POST /agent/from-template` creates ready-to-call agents from.
 import type { Db } from '../store/db.js';
+import { z } from 'zod';
 import { badRequest } from '../errors.js';
+import { bodyObject, parseBody, says } from '../validation.js';
 import { DEMO_AGENT_TEMPLATE_ID, demoAgentConfig } from '../../engine/agent/demo-agent.js';
 import { createAgent, type Actor } from './agents.js';
 
@@ -124,23 +126,22 @@ export function listTemplates(query: URLSearchParams): Record<string, unknown>[]
   return TEMPLATES.filter((t) => !wanted || t.region === wanted || t.region === 'global').map(templateDto);
 }
 
-const optionalText = (input: Record<string, unknown>, field: string, errors: string[]): string | undefined => {
-  const v = input[field];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'string' || v.trim() === '') errors.push(`${field}: must be a non-empty string`);
-  return typeof v === 'string' ? v : undefined;
-};
+const text = z.string(says('must be a non-empty string')).regex(/\S/).nullish();
 
 /** `POST /agent/from-template` with `{templateId, agentName?, agentDescription?}` (`name`/`description` also accepted). */
+export const fromTemplateBody = bodyObject({
+  templateId: z.enum(TEMPLATES.map((t) => t.id) as [string, ...string[]], says(`must be one of ${TEMPLATES.map((t) => t.id).join(', ')}`)),
+  agentName: text,
+  name: text.describe('Same as agentName.'),
+  agentDescription: text,
+  description: text.describe('Same as agentDescription.'),
+});
+
 export async function createFromTemplate(db: Db, actor: Actor, body: unknown): Promise<string> {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('Request body must be a JSON object');
-  const input = body as Record<string, unknown>;
-  const errors: string[] = [];
-  const template = TEMPLATES.find((t) => t.id === input.templateId);
-  if (!template) errors.push(`templateId: must be one of ${TEMPLATES.map((t) => t.id).join(', ')}`);
-  const name = optionalText(input, 'agentName', errors) ?? optionalText(input, 'name', errors);
-  const description = optionalText(input, 'agentDescription', errors) ?? optionalText(input, 'description', errors);
-  if (errors.length || !template) throw badRequest(errors);
+  const input = parseBody(fromTemplateBody, body);
+  const template = TEMPLATES.find((t) => t.id === input.templateId) as (typeof TEMPLATES)[number];
+  const name = input.agentName ?? input.name ?? undefined;
+  const description = input.agentDescription ?? input.description ?? undefined;
   const config = template.agent();
   if (name !== undefined) config.name = name;
   if (description !== undefined) config.description = description;

@@ -3,6 +3,7 @@ import { sql, type Expression, type ExpressionBuilder, type SelectQueryBuilder, 
 import type { Db } from '../store/db.js';
 import type { Database } from '../store/schema.js';
 import { isObjectId } from '../store/ids.js';
+import { z } from 'zod';
 import { badRequest } from '../errors.js';
 import { loadAgent, type Actor } from '../agents/agents.js';
 import { parseJson } from '../agents/records.js';
@@ -143,14 +144,19 @@ export async function listCallLogs(db: Db, actor: Actor, query: URLSearchParams)
   return { logs: await callLogs(db, found), pagination: { total, page, limit, hasMore: page * limit < total, totalPages } };
 }
 
+/** `POST /conversation/search`: other fields are ignored. */
+export const searchCallsBody = z.object({ callIds: z.array(z.string()).min(1).max(MAX_LIST).describe('Repeated ids are read once.') }).passthrough();
+
 /** `POST /conversation/search` `{callIds}`: those of the caller's calls, in the order asked; unknown ids are left out. */
 export async function searchCallLogs(db: Db, actor: Actor, body: unknown): Promise<{ logs: Record<string, unknown>[]; total: number; requestedCount: number }> {
-  const callIds = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>).callIds : undefined;
-  if (!Array.isArray(callIds) || callIds.length === 0 || !callIds.every((c) => typeof c === 'string')) {
-    throw badRequest('callIds: must be a non-empty array of call id strings');
+  const checked = searchCallsBody.safeParse(body);
+  if (!checked.success) {
+    // A list of strings that is only too long is told so; any other fault has one message, as this route always answered.
+    const long = checked.error.issues.length === 1 && checked.error.issues[0]?.code === 'too_big';
+    throw badRequest(long ? `callIds: at most ${MAX_LIST} call ids` : 'callIds: must be a non-empty array of call id strings');
   }
-  if (callIds.length > MAX_LIST) throw badRequest(`callIds: at most ${MAX_LIST} call ids`);
-  const wanted = [...new Set(callIds as string[])];
+  const callIds = checked.data.callIds;
+  const wanted = [...new Set(callIds)];
   const rows = await db.selectFrom('calls').selectAll().where('org_id', '=', actor.orgId).where('call_id', 'in', wanted).execute();
   const byId = new Map(rows.map((r) => [r.call_id, r]));
   const ordered = wanted.map((id) => byId.get(id)).filter((r): r is CallRow => r !== undefined);

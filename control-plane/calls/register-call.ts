@@ -5,18 +5,25 @@ import type { Actor } from '../agents/agents.js';
 import { resolveCallConfig } from './call-config.js';
 import { mintCallToken } from './call-tokens.js';
 import type { CallMode } from './calls.js';
-import { parseCallVariables } from './variables.js';
+import { callVariablesField, parseCallVariables } from './variables.js';
+import { NOT_AN_OBJECT, bodyObject, checkBody, says } from '../validation.js';
+import { z } from 'zod';
+
+/** `POST /conversation/register-call`; the variables' keys and values are checked by parseCallVariables after it. */
+export const registerCallBody = bodyObject({
+  agent_id: z.string(says('required, the id of the agent')).min(1),
+  mode: z.enum(['webcall', 'chat'], says('must be webcall or chat')).nullish().describe('Default webcall.'),
+  variables: callVariablesField,
+});
 
 export async function registerCall(db: Db, actor: Actor, body: unknown): Promise<{ access_token: string; expires_in: number; sample_rate: number }> {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('Request body must be a JSON object');
+  const { errors } = checkBody(registerCallBody, body);
+  if (errors[0] === NOT_AN_OBJECT) throw badRequest(errors);
   const input = body as Record<string, unknown>;
-  const errors: string[] = [];
   const agentId = input.agent_id;
-  if (typeof agentId !== 'string' || agentId === '') errors.push('agent_id: required, the id of the agent');
   const mode = input.mode ?? 'webcall';
-  if (mode !== 'webcall' && mode !== 'chat') errors.push('mode: must be webcall or chat');
   const vars = parseCallVariables(input.variables);
-  errors.push(...vars.errors);
+  for (const e of vars.errors) if (!errors.includes(e)) errors.push(e);
   if (errors.length) throw badRequest(errors);
   // Checks the agent (404, 403, archived); the live configuration itself is resolved when the session connects.
   const resolved = await resolveCallConfig(db, actor, agentId as string, { kind: 'live' });

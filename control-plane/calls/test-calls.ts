@@ -6,7 +6,9 @@ import { loadBranch } from '../agents/branches.js';
 import { resolveCallConfig, type CallTarget, type ResolvedCallConfig } from './call-config.js';
 import { mintCallToken } from './call-tokens.js';
 import { newCallId, type CallMode } from './calls.js';
-import { parseCallVariables, type CallVariables } from './variables.js';
+import { callVariablesField, parseCallVariables, type CallVariables } from './variables.js';
+import { NOT_AN_OBJECT, bodyObject, checkBody, says } from '../validation.js';
+import { z } from 'zod';
 
 export interface TestCallRequest {
   target?: 'draft' | 'revision';
@@ -41,17 +43,30 @@ export interface TestCallGrant {
   branchId: string | null;
 }
 
-const asObject = (body: unknown): Record<string, unknown> => {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('Request body must be a JSON object');
-  return body as Record<string, unknown>;
-};
+/** `mode`: webcall (default) or chat; telephony test calls are refused by name. */
+const modeField = z
+  .enum(['webcall', 'chat'], { errorMap: (_issue, ctx) => ({ message: ctx.data === 'telephony' ? 'telephony test calls are not available yet; use webcall or chat' : 'must be chat or webcall' }) })
+  .optional()
+  .describe('Default webcall.');
 
-function parseMode(raw: unknown, dflt: CallMode, errors: string[]): CallMode {
-  if (raw === undefined) return dflt;
-  if (raw === 'chat' || raw === 'webcall') return raw;
-  errors.push(raw === 'telephony' ? 'mode: telephony test calls are not available yet; use webcall or chat' : 'mode: must be chat or webcall');
-  return dflt;
-}
+/**
+ * `POST .../branches/{branchId}/test-call` (the wire's `TestCallV2Request`; unknown fields are ignored). Checked in
+ * code after it: `target`, `revisionId` and `includeDraft` agree; the variables' keys and values (parseCallVariables).
+ */
+export const testCallBody = bodyObject({
+  includeDraft: z.boolean(says('must be a boolean')).optional().describe('true: run the open draft.'),
+  target: z.enum(['draft', 'revision'], says('must be draft or revision')).optional(),
+  revisionId: z.string(says('must be a 24-hex revision id')).regex(/^[a-f\d]{24}$/).optional(),
+  mode: modeField,
+  variables: callVariablesField,
+});
+
+/** `POST` of a v1 draft's or version's test call (deprecated); unknown fields are ignored. */
+export const v1TestCallBody = bodyObject({
+  mode: modeField,
+  toPhone: z.string(says('must be a string')).optional(),
+  variables: callVariablesField,
+});
 
 /**
  * Validates a v2 test-call body (the wire's `TestCallV2Request`; unknown fields are ignored, so later fields such as
@@ -59,19 +74,17 @@ function parseMode(raw: unknown, dflt: CallMode, errors: string[]): CallMode {
  * revision; neither: the branch head. `mode` defaults to `webcall`, as on the wire.
  */
 export function parseTestCallBody(body: unknown): TestCallRequest {
-  const input = asObject(body);
-  const errors: string[] = [];
+  const { errors } = checkBody(testCallBody, body);
+  if (errors[0] === NOT_AN_OBJECT) throw badRequest(errors);
+  const input = body as Record<string, unknown>;
   const { target, revisionId, includeDraft } = input;
-  if (includeDraft !== undefined && typeof includeDraft !== 'boolean') errors.push('includeDraft: must be a boolean');
-  if (target !== undefined && target !== 'draft' && target !== 'revision') errors.push('target: must be draft or revision');
-  if (revisionId !== undefined && (typeof revisionId !== 'string' || !/^[a-f\d]{24}$/.test(revisionId))) errors.push('revisionId: must be a 24-hex revision id');
   if (target === 'revision' && revisionId === undefined) errors.push('revisionId: required with target revision');
   if (target === 'draft' && revisionId !== undefined) errors.push('revisionId: only with target revision');
   if (includeDraft === true && (revisionId !== undefined || target === 'revision')) errors.push('includeDraft: true excludes revisionId (a draft or a revision, not both)');
   if (includeDraft === false && target === 'draft') errors.push('includeDraft: false contradicts target draft');
-  const mode = parseMode(input.mode, 'webcall', errors);
+  const mode = (input.mode ?? 'webcall') as CallMode;
   const vars = parseCallVariables(input.variables);
-  errors.push(...vars.errors);
+  for (const e of vars.errors) if (!errors.includes(e)) errors.push(e);
   if (errors.length) throw badRequest(errors);
   const chosen = includeDraft === true ? 'draft' : (target as 'draft' | 'revision' | undefined) ?? (revisionId !== undefined ? 'revision' : undefined);
   return {
@@ -147,12 +160,12 @@ export async function mintV1TestCall(
   body: unknown,
   host: string,
 ): Promise<TestCallGrant> {
-  const input = asObject(body);
-  const errors: string[] = [];
-  const mode = parseMode(input.mode, 'webcall', errors);
-  if (input.toPhone !== undefined && typeof input.toPhone !== 'string') errors.push('toPhone: must be a string');
+  const { errors } = checkBody(v1TestCallBody, body);
+  if (errors[0] === NOT_AN_OBJECT) throw badRequest(errors);
+  const input = body as Record<string, unknown>;
+  const mode = (input.mode ?? 'webcall') as CallMode;
   const vars = parseCallVariables(input.variables);
-  errors.push(...vars.errors);
+  for (const e of vars.errors) if (!errors.includes(e)) errors.push(e);
   if (errors.length) throw badRequest(errors);
   const target: CallTarget = 'draftId' in of ? { kind: 'v1draft', draftId: of.draftId } : { kind: 'revision', revisionId: of.versionId };
   const resolved = await resolveCallConfig(db, actor, agentId, target);

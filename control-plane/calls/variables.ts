@@ -1,4 +1,5 @@
 // Per-call variables (register-call, test calls): flat string/number/boolean values, checked keys, reserved keys stripped.
+import { z } from 'zod';
 
 export type CallVariables = Record<string, string | number | boolean>;
 
@@ -20,6 +21,15 @@ export const RESERVED_VARIABLES: ReadonlySet<string> = new Set([
 const KEY = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 const MAX_KEYS = 100;
 const MAX_STRING = 4000;
+
+/**
+ * The body field's schema: an object. Its keys and values are checked by parseCallVariables after it (flat values,
+ * key rules, reserved keys dropped), the one check shared with the WebSocket, campaigns and audience files.
+ */
+export const callVariablesField = z
+  .record(z.unknown(), { errorMap: () => ({ message: 'must be an object of string, number or boolean values' }) })
+  .optional()
+  .describe(`Flat string, number or boolean values: at most ${MAX_KEYS}, names of up to 64 letters, digits or _ (not starting with a digit), strings of at most ${MAX_STRING} characters; the platform's own names are dropped.`);
 
 /** Validates `raw` (absent means none); `field` names the body field in error messages. */
 export function parseCallVariables(raw: unknown, field = 'variables'): { variables: CallVariables; errors: string[] } {

@@ -9,7 +9,9 @@ import { badRequest, conflict, notFound } from '../errors.js';
 import type { Actor } from '../agents/agents.js';
 import { intParam } from '../query.js';
 import { parseCallVariables, RESERVED_VARIABLES, type CallVariables } from '../calls/variables.js';
-import { isE164, objectBody, unknownFields } from '../telephony/validation.js';
+import { isE164, unknownFields } from '../telephony/validation.js';
+import { checkBody, collapseField, says, strictBody } from '../validation.js';
+import { z } from 'zod';
 
 type AudienceRow = Selectable<AudiencesTable>;
 type MemberRow = Selectable<AudienceMembersTable>;
@@ -329,16 +331,28 @@ function readMember(raw: unknown, field: string, audience: AudienceRow, errors: 
   return errors.length === before ? { phoneNumber: number as string, identifier, variables: parsed.variables } : null;
 }
 
+/** `DELETE /audience/{id}/members`: unknown fields refused. */
+export const deleteMembersBody = strictBody({ memberIds: z.array(z.string().min(1)).min(1).max(MAX_PER_REQUEST).describe('Repeated ids count once.') });
+
+/**
+ * `POST /audience/{id}/members`: unknown fields refused. Each member is `{phoneNumber, ...}` whose other fields are the
+ * audience's columns (its identifier column required when it has one) and call variables, so members are checked
+ * in code against the audience, under the upload's rules.
+ */
+const MEMBERS = `required, 1-${MAX_PER_REQUEST} members {phoneNumber, ...variables}`;
+export const addMembersBody = strictBody({
+  members: z
+    .array(z.record(z.unknown(), says('must be an object {phoneNumber, ...variables}')), says(MEMBERS))
+    .min(1, MEMBERS)
+    .max(MAX_PER_REQUEST, MEMBERS)
+    .describe('Each `{phoneNumber, ...variables}` (E.164; the number may also come in the audience\'s phone column).'),
+});
+
 /** The string ids of a `{memberIds}` body, or a 400. */
 function memberIdsOf(body: unknown): string[] {
-  const input = objectBody(body);
-  const errors = unknownFields(input, ['memberIds']);
-  const ids = input.memberIds;
-  if (!Array.isArray(ids) || ids.length === 0 || ids.length > MAX_PER_REQUEST || !ids.every((x) => typeof x === 'string' && x !== '')) {
-    errors.push(`memberIds: required, 1-${MAX_PER_REQUEST} member ids`);
-  }
-  if (errors.length) throw badRequest(errors);
-  return [...new Set(ids as string[])];
+  const { data, errors } = checkBody(deleteMembersBody, body);
+  if (errors.length) throw badRequest(collapseField(errors, 'memberIds', `required, 1-${MAX_PER_REQUEST} member ids`));
+  return [...new Set(data?.memberIds)];
 }
 
 function chunks<T>(items: T[], size = BATCH): T[][] {
@@ -352,11 +366,10 @@ function chunks<T>(items: T[], size = BATCH): T[][] {
  * repeated in the request) is skipped and counted; an identifier another member holds is a 409.
  */
 export async function addMembers(db: Db, actor: Actor, audienceId: string, body: unknown): Promise<{ members: Record<string, unknown>[]; added: number; skipped: number }> {
-  const input = objectBody(body);
-  const errors = unknownFields(input, ['members']);
-  const list = input.members as unknown[];
-  if (!Array.isArray(list) || list.length === 0 || list.length > MAX_PER_REQUEST) errors.push(`members: required, 1-${MAX_PER_REQUEST} members {phoneNumber, ...variables}`);
-  if (errors.length) throw badRequest(errors);
+  const checked = checkBody(addMembersBody, body);
+  if (checked.errors.length) throw badRequest(checked.errors.slice(0, 20));
+  const list = checked.data?.members as unknown[];
+  const errors: string[] = [];
   const audience = await loadAudience(db, actor.orgId, audienceId);
   const read = list.map((m, i) => readMember(m, `members[${i}]`, audience, errors));
   if (errors.length) throw badRequest(errors.slice(0, 20));

@@ -4,7 +4,9 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { isUniqueViolation, type Db } from '../store/db.js';
 import { newId, nowIso } from '../store/ids.js';
-import { badRequest, conflict, notFound } from '../errors.js';
+import { z } from 'zod';
+import { conflict, notFound } from '../errors.js';
+import { bodyObject, parseBody, says } from '../validation.js';
 
 const NAME = /^[A-Za-z0-9_.-]{1,100}$/;
 const MAX_VALUE_BYTES = 8 * 1024;
@@ -48,16 +50,23 @@ export function loadMasterKey(dataDir: string, envKey?: string): Buffer {
   return key;
 }
 
-function validateName(name: unknown): string {
-  if (typeof name !== 'string' || !NAME.test(name)) throw badRequest('name: required, 1-100 characters of letters, digits, _ . or -');
-  return name;
-}
+const VALUE_MESSAGE = `required, a non-empty string of at most ${MAX_VALUE_BYTES} bytes`;
+const secretName = z.string(says('required, 1-100 characters of letters, digits, _ . or -')).regex(NAME);
+const secretValue = z
+  .string(says(VALUE_MESSAGE))
+  .min(1)
+  .max(MAX_VALUE_BYTES)
+  .refine((v) => Buffer.byteLength(v, 'utf8') <= MAX_VALUE_BYTES, VALUE_MESSAGE)
+  .describe(`At most ${MAX_VALUE_BYTES} bytes of UTF-8; never returned.`);
 
-function validateValue(value: unknown): string {
-  if (typeof value !== 'string' || value.length === 0 || Buffer.byteLength(value, 'utf8') > MAX_VALUE_BYTES) {
-    throw badRequest(`value: required, a non-empty string of at most ${MAX_VALUE_BYTES} bytes`);
-  }
-  return value;
+/** `POST /secret`. */
+export const createSecretBody = bodyObject({ name: secretName, value: secretValue });
+/** `PUT /secret/{name}`: the new value. */
+export const rotateSecretBody = bodyObject({ value: secretValue });
+
+/** A name from the path. */
+function validateName(name: unknown): string {
+  return parseBody(z.object({ name: secretName }), { name }).name;
 }
 
 export class SecretVault {
@@ -80,8 +89,7 @@ export class SecretVault {
   }
 
   async create(orgId: string, name: unknown, value: unknown): Promise<{ name: string; createdAt: string }> {
-    const n = validateName(name);
-    const v = validateValue(value);
+    const { name: n, value: v } = parseBody(createSecretBody, { name, value });
     const now = nowIso();
     const exists = () => conflict('secret_name_exists', `A secret named "${n}" already exists; PUT /secret/${n} rotates it`);
     const found = await this.db.selectFrom('secrets').select('id').where('org_id', '=', orgId).where('name', '=', n).executeTakeFirst();
@@ -98,7 +106,7 @@ export class SecretVault {
   /** Rotates: a new value (and IV) under an existing name. */
   async put(orgId: string, name: unknown, value: unknown): Promise<{ name: string; updatedAt: string }> {
     const n = validateName(name);
-    const v = validateValue(value);
+    const { value: v } = parseBody(rotateSecretBody, { value });
     const now = nowIso();
     const result = await this.db.updateTable('secrets').set({ ...this.seal(orgId, n, v), updated_at: now }).where('org_id', '=', orgId).where('name', '=', n).executeTakeFirst();
     if (Number(result.numUpdatedRows) === 0) throw notFound('Secret not found');

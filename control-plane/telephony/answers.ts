@@ -1,9 +1,10 @@
 // Who answers (wire §3): attach a source to an agent (one agent per source), list an agent's sources, stop answering.
 import { isUniqueViolation, type Db } from '../store/db.js';
-import { badRequest, notFound } from '../errors.js';
+import { notFound } from '../errors.js';
 import { loadAgent, loadAgentForWrite, type Actor } from '../agents/agents.js';
 import { SOURCE_KINDS, agentAnswers, alreadyAnswered, answeringAgents, insertAnswer, resolveSource, type AnswerRecord, type SourceKind } from './sources.js';
-import { objectBody, unknownFields } from './validation.js';
+import { z } from 'zod';
+import { parseBody, says, strictBody } from '../validation.js';
 
 export interface AnswerView {
   agentId: string;
@@ -14,16 +15,18 @@ export interface AnswerView {
 
 const view = (a: AnswerRecord): AnswerView => ({ agentId: a.agentId, sourceKind: a.sourceKind, sourceId: a.sourceId, phoneNumbers: a.phoneNumbers });
 
+/** `POST /agent/{agentId}/answers`: unknown fields refused. */
+export const answerBody = strictBody({
+  sourceKind: z.enum(SOURCE_KINDS, says(`required, one of ${SOURCE_KINDS.join(', ')}`)),
+  sourceId: z.string(says('required, a product id (phoneNumber) or an inbound SIP trunk id (sipTrunk)')).min(1),
+});
+
 /** `POST /agent/{agentId}/answers`: 201 with the answer (200 when the agent already answers it). */
 export async function attachAnswer(db: Db, actor: Actor, agentId: string, body: unknown): Promise<{ answer: AnswerView; created: boolean }> {
-  const input = objectBody(body);
-  const errors = unknownFields(input, ['sourceKind', 'sourceId']);
-  if (!SOURCE_KINDS.includes(input.sourceKind as SourceKind)) errors.push(`sourceKind: required, one of ${SOURCE_KINDS.join(', ')}`);
-  if (typeof input.sourceId !== 'string' || input.sourceId === '') errors.push('sourceId: required, a product id (phoneNumber) or an inbound SIP trunk id (sipTrunk)');
-  if (errors.length) throw badRequest(errors);
+  const input = parseBody(answerBody, body);
   await loadAgentForWrite(db, actor, agentId);
-  const kind = input.sourceKind as SourceKind;
-  const source = await resolveSource(db, actor.orgId, kind, input.sourceId as string);
+  const kind = input.sourceKind;
+  const source = await resolveSource(db, actor.orgId, kind, input.sourceId);
   let created: boolean;
   try {
     created = await db.transaction().execute((tx) => insertAnswer(tx, actor.orgId, agentId, kind, source.id));

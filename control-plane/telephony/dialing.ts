@@ -4,7 +4,9 @@ import { nowIso, newId } from '../store/ids.js';
 import { badRequest, notFound } from '../errors.js';
 import { loadAgent, loadAgentForWrite, type Actor } from '../agents/agents.js';
 import { loadTrunk, trunkNumbers } from './trunks.js';
-import { isE164, objectBody, unknownFields } from './validation.js';
+import { z } from 'zod';
+import { parseBody, says, strictBody } from '../validation.js';
+import { E164 } from './validation.js';
 
 type Q = Db | Tx;
 
@@ -30,18 +32,20 @@ export async function transferSourceOf(q: Q, agentId: string): Promise<string | 
 }
 
 /** `PUT /agent/{agentId}/transfer-source` `{fromNumber}`: a number the organization dials from, or null to clear. */
+/** `PUT /agent/{agentId}/transfer-source`: unknown fields refused. */
+export const transferSourceBody = strictBody({
+  fromNumber: z.string(says('required, an E.164 number your organization dials from, or null to clear')).regex(E164).nullable(),
+});
+
 export async function setTransferSource(db: Db, actor: Actor, agentId: string, body: unknown): Promise<{ agentId: string; fromNumber: string | null }> {
-  const input = objectBody(body);
-  const errors = unknownFields(input, ['fromNumber']);
-  if (input.fromNumber !== null && !isE164(input.fromNumber)) errors.push('fromNumber: required, an E.164 number your organization dials from, or null to clear');
-  if (errors.length) throw badRequest(errors);
+  const input = parseBody(transferSourceBody, body);
   await loadAgentForWrite(db, actor, agentId);
   if (input.fromNumber === null) {
     await db.deleteFrom('transfer_sources').where('agent_id', '=', agentId).execute();
     return { agentId, fromNumber: null };
   }
-  const found = await findDialingNumber(db, actor.orgId, input.fromNumber as string);
-  if (!found) throw badRequest(`fromNumber: ${input.fromNumber as string} is not a number your organization dials from (a platform number it holds or an outbound trunk number; exact match)`);
+  const found = await findDialingNumber(db, actor.orgId, input.fromNumber);
+  if (!found) throw badRequest(`fromNumber: ${input.fromNumber} is not a number your organization dials from (a platform number it holds or an outbound trunk number; exact match)`);
   const row = { org_id: actor.orgId, phone_number: found.phoneNumber, platform_number_id: found.platformNumberId, trunk_id: found.trunkId, updated_at: nowIso() };
   await db
     .insertInto('transfer_sources')
@@ -71,17 +75,19 @@ export async function callerIdsOf(q: Q, agentId: string): Promise<CallerIdView[]
 }
 
 /** `POST /agent/{agentId}/caller-ids` `{phoneNumber}` (a platform number) or `{sipTrunkId, phoneNumber}` (which of an outbound trunk's numbers). */
+/** `POST /agent/{agentId}/caller-ids` (deprecated bridge): unknown fields refused. */
+export const callerIdBody = strictBody({
+  phoneNumber: z.string(says('required, an E.164 number')).regex(E164),
+  sipTrunkId: z.string(says('must be an outbound SIP trunk id')).min(1).optional(),
+});
+
 export async function addCallerId(db: Db, actor: Actor, agentId: string, body: unknown): Promise<{ callerIds: CallerIdView[] }> {
-  const input = objectBody(body);
-  const errors = unknownFields(input, ['phoneNumber', 'sipTrunkId']);
-  if (!isE164(input.phoneNumber)) errors.push('phoneNumber: required, an E.164 number');
-  if (input.sipTrunkId !== undefined && (typeof input.sipTrunkId !== 'string' || input.sipTrunkId === '')) errors.push('sipTrunkId: must be an outbound SIP trunk id');
-  if (errors.length) throw badRequest(errors);
+  const input = parseBody(callerIdBody, body);
   await loadAgentForWrite(db, actor, agentId);
-  const phone = input.phoneNumber as string;
+  const phone = input.phoneNumber;
   let ref: { platform_number_id: string | null; trunk_id: string | null };
   if (input.sipTrunkId !== undefined) {
-    const trunk = await loadTrunk(db, actor.orgId, input.sipTrunkId as string);
+    const trunk = await loadTrunk(db, actor.orgId, input.sipTrunkId);
     if (trunk.direction !== 'outbound') throw badRequest('sipTrunkId: names an inbound trunk; caller IDs come from outbound trunks');
     if (!(await trunkNumbers(db, trunk.id)).includes(phone)) throw badRequest(`phoneNumber: ${phone} is not one of the numbers of trunk ${trunk.id}`);
     ref = { platform_number_id: null, trunk_id: trunk.id };

@@ -3,11 +3,22 @@ import { isUniqueViolation } from '../store/db.js';
 import { ApiError, badRequest, conflict } from '../errors.js';
 import type { Actor } from '../agents/agents.js';
 import { newId, nowIso } from '../store/ids.js';
-import { readTrunkInput, type TrunkInput } from './trunk-input.js';
+import { readTrunkInput, trunkShape, type TrunkInput } from './trunk-input.js';
 import { insertTrunk, numberKey, trunkNumbers, type TrunkDeps } from './trunks.js';
-import { carrierAddressKey, isE164, objectBody, parseCarrierAddress, unknownFields } from './validation.js';
+import { E164, carrierAddressKey, parseCarrierAddress } from './validation.js';
+import { NOT_AN_OBJECT, checkBody, says, strictBody } from '../validation.js';
+import { z } from 'zod';
 
-const FIELDS = ['phoneNumber', 'sipTerminationUrl', 'name', 'sipUsername', 'sipPassword'];
+const ADDRESS_MESSAGE = 'required, the carrier as host or host:port (an optional sip: or sips: prefix is stripped)';
+
+/** The body: unknown fields refused; the carrier address form and the trunks' own rules are checked in code after it. */
+export const importNumberBody = strictBody({
+  phoneNumber: z.string(says('required, an E.164 number such as +15550100')).regex(E164),
+  sipTerminationUrl: z.string(says(ADDRESS_MESSAGE)).describe('The carrier as host or host:port (an optional sip: or sips: prefix is stripped).'),
+  name: z.string(says('must be a non-empty string')).regex(/\S/).optional(),
+  sipUsername: trunkShape.authUsername.optional(),
+  sipPassword: trunkShape.authPassword.optional(),
+});
 /** Trunk field names in validation messages, as this route's body calls them. */
 const RENAMES: [RegExp, string][] = [
   [/^authUsername:/, 'sipUsername:'],
@@ -31,15 +42,12 @@ function trunkInput(direction: 'inbound' | 'outbound', body: Record<string, unkn
 const present = () => badRequest('Number already present');
 
 export async function importPhoneNumber(deps: TrunkDeps, actor: Actor, body: unknown): Promise<Record<string, unknown>> {
-  const input = objectBody(body);
-  const errors = unknownFields(input, FIELDS);
-  if (!isE164(input.phoneNumber)) errors.push('phoneNumber: required, an E.164 number such as +15550100');
-  if (input.name !== undefined && (typeof input.name !== 'string' || input.name.trim() === '')) errors.push('name: must be a non-empty string');
-  const address = parseCarrierAddress(input.sipTerminationUrl);
-  if (!address) errors.push('sipTerminationUrl: required, the carrier as host or host:port (an optional sip: or sips: prefix is stripped)');
-  if (errors.length) throw badRequest(errors);
-  const phone = input.phoneNumber as string;
-  const name = (input.name as string | undefined)?.trim() ?? `Imported ${phone}`;
+  const { data: input, errors } = checkBody(importNumberBody, body);
+  const address = parseCarrierAddress((body as Record<string, unknown> | null)?.sipTerminationUrl);
+  if (!address && !errors.some((e) => e.startsWith('sipTerminationUrl: ') || e === NOT_AN_OBJECT)) errors.push(`sipTerminationUrl: ${ADDRESS_MESSAGE}`);
+  if (errors.length || !input) throw badRequest(errors);
+  const phone = input.phoneNumber;
+  const name = input.name?.trim() ?? `Imported ${phone}`;
   const credentials = { authUsername: input.sipUsername ?? null, authPassword: input.sipPassword ?? null };
   const inbound = trunkInput('inbound', { name, numbers: [phone] }, errors);
   const outbound = trunkInput('outbound', { name, address: input.sipTerminationUrl, numbers: [phone], ...credentials }, errors);

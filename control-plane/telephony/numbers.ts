@@ -6,7 +6,9 @@ import type { Actor } from '../agents/agents.js';
 import type { PlatformNumberRow } from './inventory.js';
 import { answeringAgents, type AgentRef } from './sources.js';
 import { platformNumberUsage } from './usage.js';
-import { isE164, objectBody, unknownFields } from './validation.js';
+import { z } from 'zod';
+import { parseBody, says, strictBody } from '../validation.js';
+import { E164 } from './validation.js';
 
 /** `agent` (and, during the window, the deprecated `agentId`) of a number read. */
 function answeredBy(agent: AgentRef | undefined, windowOpen: boolean): Record<string, unknown> {
@@ -90,18 +92,23 @@ export async function availableNumbers(db: Db, query: URLSearchParams): Promise<
   return rows.map((r) => ({ phoneNumber: r.phone_number, countryCode: r.country_code, areaCode: r.area_code, provider: r.provider }));
 }
 
+/** `POST /product/rent-number`: unknown fields refused. */
+export const rentNumberBody = strictBody({
+  phoneNumber: z.string(says('required, an E.164 number such as +15550100')).regex(E164),
+  provider: z.string(says('must be a non-empty string')).min(1).optional(),
+});
+
+/** `POST /product/release-number`: unknown fields refused. */
+export const releaseNumberBody = strictBody({ productId: z.string(says('required, the _id of a number your organization holds')).min(1) });
+
 /** `POST /product/rent-number` `{phoneNumber, provider?}`: the organization takes an available platform number. */
 export async function rentNumber(db: Db, actor: Actor, body: unknown, windowOpen: boolean): Promise<Record<string, unknown>> {
-  const input = objectBody(body);
-  const errors = unknownFields(input, ['phoneNumber', 'provider']);
-  if (!isE164(input.phoneNumber)) errors.push('phoneNumber: required, an E.164 number such as +15550100');
-  if (input.provider !== undefined && (typeof input.provider !== 'string' || input.provider === '')) errors.push('provider: must be a non-empty string');
-  if (errors.length) throw badRequest(errors);
-  const phone = input.phoneNumber as string;
+  const input = parseBody(rentNumberBody, body);
+  const phone = input.phoneNumber;
   let q = db.selectFrom('platform_numbers').selectAll().where('phone_number', '=', phone).where('org_id', 'is', null);
-  if (input.provider !== undefined) q = q.where('provider', '=', input.provider as string);
+  if (input.provider !== undefined) q = q.where('provider', '=', input.provider);
   const row = await q.executeTakeFirst();
-  if (!row) throw badRequest(`phoneNumber: ${phone} is not available${input.provider !== undefined ? ` from ${input.provider as string}` : ''} (see GET /product/get-available-numbers)`);
+  if (!row) throw badRequest(`phoneNumber: ${phone} is not available${input.provider !== undefined ? ` from ${input.provider}` : ''} (see GET /product/get-available-numbers)`);
   const caller = await db.selectFrom('sip_trunk_numbers').select('trunk_id').where('unique_key', '=', `out:${actor.orgId}:${phone}`).executeTakeFirst();
   if (caller) throw conflict('number_in_use', `phoneNumber: ${phone} is already a caller ID of your outbound trunk ${caller.trunk_id}`);
   const now = nowIso();
@@ -112,11 +119,7 @@ export async function rentNumber(db: Db, actor: Actor, body: unknown, windowOpen
 
 /** `POST /product/release-number` `{productId}`: gives a platform number back; 400 naming who answers on it or dials from it. */
 export async function releaseNumber(db: Db, actor: Actor, body: unknown): Promise<{ released: true }> {
-  const input = objectBody(body);
-  const errors = unknownFields(input, ['productId']);
-  if (typeof input.productId !== 'string' || input.productId === '') errors.push('productId: required, the _id of a number your organization holds');
-  if (errors.length) throw badRequest(errors);
-  const id = input.productId as string;
+  const id = parseBody(releaseNumberBody, body).productId;
   const row = isObjectId(id) ? await db.selectFrom('platform_numbers').selectAll().where('id', '=', id).where('org_id', '=', actor.orgId).executeTakeFirst() : undefined;
   if (!row) throw notFound('Number not found: no platform number with this product id in your organization');
   await db.transaction().execute(async (tx) => {

@@ -13,10 +13,12 @@ import { ApiError, badRequest } from '../errors.js';
 import { loadAgent, type Actor } from '../agents/agents.js';
 import { createCall, loadCall, newCallId } from '../calls/calls.js';
 import { resolveCallConfig } from '../calls/call-config.js';
-import { parseCallVariables } from '../calls/variables.js';
+import { callVariablesField, parseCallVariables } from '../calls/variables.js';
 import type { CarrierSettings } from '../../server/settings.js';
 import { callerIdsOf, findDialingNumber, type DialingNumber } from './dialing.js';
-import { carrierAddressKey, isE164, objectBody, parseCarrierAddress, unknownFields } from './validation.js';
+import { E164, carrierAddressKey, parseCarrierAddress } from './validation.js';
+import { NOT_AN_OBJECT, checkBody, says, strictBody } from '../validation.js';
+import { z } from 'zod';
 import { telephonyWindow } from './window.js';
 
 export type OutboundRow = Selectable<OutboundCallsTable>;
@@ -63,20 +65,32 @@ export async function dialRoute(q: Db | Tx, carrier: CarrierSettings, number: Di
 let queueCounter = 0;
 const queueOrder = () => `${Date.now().toString().padStart(15, '0')}-${(queueCounter++ % 1e9).toString().padStart(9, '0')}`;
 
+const outboundShape = {
+  agentId: z.string(says('required, the id of the agent that holds the call')).min(1),
+  phoneNumber: z.string(says('required, the E.164 number to call (+ and 7-15 digits)')).regex(E164),
+  fromNumber: z.string(says('must be an E.164 number your organization dials from')).regex(E164).optional().describe("Default: the agent's caller ID."),
+  variables: callVariablesField,
+  versionId: z.string(says('must be a revision id of the agent')).min(1).optional(),
+};
+/** `POST /conversation/outbound` after the telephony migration window: unknown fields refused. */
+const outboundBodyAfterWindow = strictBody(outboundShape);
+/**
+ * `POST /conversation/outbound` (during the telephony migration window also the deprecated `fromProductId`, not
+ * with `fromNumber`): unknown fields refused.
+ */
+export const outboundCallBody = strictBody({ ...outboundShape, fromProductId: z.string(says('must be a product id')).min(1).optional().describe('Deprecated; only during the telephony migration window.') });
+
 /** `POST /conversation/outbound`: checks the request and queues the call; answers its conversation id at once. */
 export async function queueOutboundCall(deps: OutboundQueueDeps, actor: Actor, body: unknown, opts: { isTest: boolean }): Promise<QueuedOutbound> {
   const { db } = deps;
-  const input = objectBody(body);
   const window = await telephonyWindow(db);
-  const errors = unknownFields(input, ['agentId', 'phoneNumber', 'fromNumber', 'variables', 'versionId', ...(window.open ? ['fromProductId'] : [])]);
-  if (typeof input.agentId !== 'string' || input.agentId === '') errors.push('agentId: required, the id of the agent that holds the call');
-  if (!isE164(input.phoneNumber)) errors.push('phoneNumber: required, the E.164 number to call (+ and 7-15 digits)');
-  if (input.fromNumber !== undefined && !isE164(input.fromNumber)) errors.push('fromNumber: must be an E.164 number your organization dials from');
-  if (input.versionId !== undefined && (typeof input.versionId !== 'string' || input.versionId === '')) errors.push('versionId: must be a revision id of the agent');
-  if (input.fromProductId !== undefined && (typeof input.fromProductId !== 'string' || input.fromProductId === '')) errors.push('fromProductId: must be a product id');
+  const checked = checkBody(window.open ? outboundCallBody : outboundBodyAfterWindow, body);
+  const errors = checked.errors;
+  const input = (checked.data ?? body) as Record<string, unknown>;
+  if (errors.length === 1 && errors[0] === NOT_AN_OBJECT) throw badRequest(errors);
   if (input.fromNumber !== undefined && input.fromProductId !== undefined) errors.push('fromProductId: give fromNumber (or the deprecated fromProductId), not both');
   const vars = parseCallVariables(input.variables);
-  errors.push(...vars.errors);
+  for (const e of vars.errors) if (!errors.includes(e)) errors.push(e);
   if (errors.length) throw badRequest(errors);
 
   const agentId = input.agentId as string;

@@ -1,9 +1,14 @@
 // SIP trunk input (wire §2): every field's type, default and range for create and PATCH; errors name each bad field.
+import { z } from 'zod';
 import { badRequest } from '../errors.js';
+import { checkField, says, strictBody } from '../validation.js';
 import {
   TRANSPORTS,
+  addressListSchema,
   carrierAddressKey,
+  numberListSchema,
   parseCarrierAddress,
+  sipHeadersSchema,
   unknownFields,
   validateAddressList,
   validateNumberList,
@@ -63,13 +68,50 @@ function defaults(direction: Direction): TrunkFields {
   };
 }
 
-function int(value: unknown, field: string, min: number, max: number, errors: string[]): number | undefined {
-  if (typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max) return value;
-  errors.push(`${field}: must be an integer from ${min} to ${max}`);
-  return undefined;
-}
-
 const USERNAME = /^[^\s"\\\x00-\x1f\x7f]{1,128}$/;
+const ADDRESS_MESSAGE = 'required, the carrier as host or host:port (an optional sip: or sips: prefix is stripped)';
+const intRange = (min: number, max: number) => z.number(says(`must be an integer from ${min} to ${max}`)).int().min(min).max(max);
+
+/**
+ * Every trunk field's type and range (inbound and outbound fields; wire §2). Checked in code after these: fields of
+ * the other direction, the carrier address form and immutability of `address`/`transport` on PATCH, and that
+ * `authUsername` and `authPassword` come together.
+ */
+export const trunkShape = {
+  name: z.string(says('required, a non-empty string of at most 200 characters')).regex(/\S/).max(200),
+  numbers: numberListSchema(100).describe('E.164 numbers of this trunk.'),
+  allowedAddresses: addressListSchema(100).describe('Inbound: peer IPs/CIDRs allowed to call (empty: any).'),
+  allowedNumbers: numberListSchema(1000).describe('Inbound: caller numbers allowed (empty: any).'),
+  authUsername: z.string(says('must be null or 1-128 characters without spaces, quotes, backslashes or control characters')).regex(USERNAME).nullable(),
+  authPassword: z
+    .string(says('must be null or a string of 1-256 characters without CR, LF or NUL'))
+    .min(1)
+    .max(256)
+    .regex(/^[^\r\n\0]*$/)
+    .nullable()
+    .describe('Stored encrypted, never returned.'),
+  mediaEncryption: z.enum(MEDIA_ENCRYPTION, says(`must be one of ${MEDIA_ENCRYPTION.join(', ')}`)),
+  noiseSuppression: z.boolean(says('must be a boolean')),
+  ringingTimeoutSecs: intRange(1, 120),
+  maxCallDurationSecs: intRange(60, 14400),
+  headers: sipHeadersSchema,
+  address: z.string(says(ADDRESS_MESSAGE)).describe('Outbound: the carrier as host or host:port (an optional sip: or sips: prefix is stripped); immutable.'),
+  transport: z.enum(TRANSPORTS, says(`must be one of ${TRANSPORTS.join(', ')}`)).describe('Outbound; immutable.'),
+  cpsLimit: intRange(1, 50).describe('Outbound: calls per second to the carrier.'),
+};
+
+const pick = <K extends keyof typeof trunkShape>(keys: readonly K[]) => Object.fromEntries(keys.map((k) => [k, trunkShape[k]])) as Pick<typeof trunkShape, K>;
+const optional = <T extends z.ZodRawShape>(shape: T) => z.object(shape).partial().shape;
+
+/** `POST /sip-trunk/inbound`: `name` required; unknown fields refused. */
+export const inboundTrunkBody = strictBody({ ...optional(pick(INBOUND_FIELDS)), name: trunkShape.name });
+/** `POST /sip-trunk/outbound`: `name` and `address` required; unknown fields refused. */
+export const outboundTrunkBody = strictBody({ ...optional(pick(OUTBOUND_FIELDS)), name: trunkShape.name, address: trunkShape.address });
+/** `PATCH /sip-trunk/{id}`: any field of the trunk's direction (others refused). */
+export const trunkPatchBody = z.object(trunkShape).partial().strict().describe('Fields of the trunk\'s own direction only; `address` and `transport` may be repeated, not changed.');
+
+/** One field checked by its schema: the parsed value, or undefined after pushing its errors. */
+const field = <K extends keyof typeof trunkShape>(key: K, value: unknown, errors: string[]) => checkField(trunkShape, key, value, errors);
 
 /**
  * Validates a create body (`current` absent) or a PATCH body over a trunk's current settings; throws one 400
@@ -86,39 +128,31 @@ export function readTrunkInput(direction: Direction, input: Record<string, unkno
   const given = (k: string) => input[k] !== undefined;
 
   if (given('name') || !current) {
-    if (typeof input.name !== 'string' || input.name.trim() === '' || input.name.length > 200) errors.push('name: required, a non-empty string of at most 200 characters');
-    else f.name = input.name.trim();
+    const name = field('name', input.name, errors);
+    if (name.ok) f.name = (name.data as string).trim();
   }
   if (given('numbers')) f.numbers = validateNumberList(input.numbers, 'numbers', errors) ?? f.numbers;
   if (direction === 'inbound') {
     if (given('allowedAddresses')) f.allowedAddresses = validateAddressList(input.allowedAddresses, 'allowedAddresses', errors) ?? f.allowedAddresses;
     if (given('allowedNumbers')) f.allowedNumbers = validateNumberList(input.allowedNumbers, 'allowedNumbers', errors, 1000) ?? f.allowedNumbers;
-    if (given('noiseSuppression')) {
-      if (typeof input.noiseSuppression === 'boolean') f.noiseSuppression = input.noiseSuppression;
-      else errors.push('noiseSuppression: must be a boolean');
-    }
-    if (given('ringingTimeoutSecs')) f.ringingTimeoutSecs = int(input.ringingTimeoutSecs, 'ringingTimeoutSecs', 1, 120, errors) ?? f.ringingTimeoutSecs;
-    if (given('maxCallDurationSecs')) f.maxCallDurationSecs = int(input.maxCallDurationSecs, 'maxCallDurationSecs', 60, 14400, errors) ?? f.maxCallDurationSecs;
+    if (given('noiseSuppression')) f.noiseSuppression = field('noiseSuppression', input.noiseSuppression, errors).data ?? f.noiseSuppression;
+    if (given('ringingTimeoutSecs')) f.ringingTimeoutSecs = field('ringingTimeoutSecs', input.ringingTimeoutSecs, errors).data ?? f.ringingTimeoutSecs;
+    if (given('maxCallDurationSecs')) f.maxCallDurationSecs = field('maxCallDurationSecs', input.maxCallDurationSecs, errors).data ?? f.maxCallDurationSecs;
   } else {
     readCarrier(input, f, errors, current !== undefined);
-    if (given('cpsLimit')) f.cpsLimit = int(input.cpsLimit, 'cpsLimit', 1, 50, errors) ?? f.cpsLimit;
+    if (given('cpsLimit')) f.cpsLimit = field('cpsLimit', input.cpsLimit, errors).data ?? f.cpsLimit;
   }
-  if (given('mediaEncryption')) {
-    if (MEDIA_ENCRYPTION.includes(input.mediaEncryption as never)) f.mediaEncryption = input.mediaEncryption as string;
-    else errors.push(`mediaEncryption: must be one of ${MEDIA_ENCRYPTION.join(', ')}`);
-  }
+  if (given('mediaEncryption')) f.mediaEncryption = field('mediaEncryption', input.mediaEncryption, errors).data ?? f.mediaEncryption;
   if (given('headers')) f.headers = validateSipHeaders(input.headers, errors) ?? f.headers;
 
   if (input.authUsername !== undefined) {
-    if (input.authUsername === null) f.authUsername = null;
-    else if (typeof input.authUsername === 'string' && USERNAME.test(input.authUsername)) f.authUsername = input.authUsername;
-    else errors.push('authUsername: must be null or 1-128 characters without spaces, quotes, backslashes or control characters');
+    const username = field('authUsername', input.authUsername, errors);
+    if (username.ok) f.authUsername = username.data as string | null;
   }
   let password: string | null | undefined;
   if (input.authPassword !== undefined) {
-    const p = input.authPassword;
-    if (p === null || (typeof p === 'string' && p.length >= 1 && p.length <= 256 && !/[\r\n\0]/.test(p))) password = p;
-    else errors.push('authPassword: must be null or a string of 1-256 characters without CR, LF or NUL');
+    const p = field('authPassword', input.authPassword, errors);
+    if (p.ok) password = p.data as string | null;
   }
   // Clearing the username without naming the password clears both.
   if (input.authUsername === null && input.authPassword === undefined && current?.hasPassword) password = null;
@@ -132,15 +166,15 @@ export function readTrunkInput(direction: Direction, input: Record<string, unkno
 /** Outbound `address` and `transport`: required and normalised on create, immutable on PATCH. */
 function readCarrier(input: Record<string, unknown>, f: TrunkFields, errors: string[], patch: boolean): void {
   let transport = f.transport as Transport;
-  if (input.transport !== undefined) {
-    if (!TRANSPORTS.includes(input.transport as never)) errors.push(`transport: must be one of ${TRANSPORTS.join(', ')}`);
-    else if (patch && input.transport !== f.transport) errors.push('transport: immutable; create another outbound trunk for another transport');
+  if (input.transport !== undefined && field('transport', input.transport, errors).ok) {
+    if (patch && input.transport !== f.transport) errors.push('transport: immutable; create another outbound trunk for another transport');
     else transport = input.transport as Transport;
   }
   if (input.address === undefined && patch) return;
+  if (!field('address', input.address, errors).ok) return;
   const parsed = parseCarrierAddress(input.address);
   if (!parsed) {
-    errors.push('address: required, the carrier as host or host:port (an optional sip: or sips: prefix is stripped)');
+    errors.push(`address: ${ADDRESS_MESSAGE}`);
     return;
   }
   // A `sips:` address without an explicit transport means TLS.

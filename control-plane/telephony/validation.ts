@@ -1,5 +1,7 @@
 // Telephony input rules: E.164 numbers, peer IPs/CIDRs (and matching an address against them), carrier addresses, SIP headers.
-import { validateHeaderMap } from '../headers.js';
+import { z } from 'zod';
+import { headerMapSchema, validateHeaderMap } from '../headers.js';
+import { checkField, says } from '../validation.js';
 import { BlockList, isIP } from 'node:net';
 import { badRequest } from '../errors.js';
 
@@ -28,19 +30,22 @@ export function addressEntryError(entry: unknown): string | null {
   return null;
 }
 
+/** A list of IPs/CIDRs (v4 or v6). */
+export const addressListSchema = (max = 100) =>
+  z
+    .array(
+      z.string(says('must be an IP address or CIDR')).superRefine((entry, ctx) => {
+        const err = addressEntryError(entry);
+        if (err) ctx.addIssue({ code: 'custom', message: err });
+      }),
+      says('must be an array of IP addresses or CIDRs'),
+    )
+    .max(max, `at most ${max} entries`);
+
 /** Validates a list of IPs/CIDRs, pushing an error per bad entry under `field`; returns the trimmed list. */
 export function validateAddressList(value: unknown, field: string, errors: string[], max = 100): string[] | undefined {
-  if (!Array.isArray(value)) {
-    errors.push(`${field}: must be an array of IP addresses or CIDRs`);
-    return undefined;
-  }
-  const before = errors.length;
-  if (value.length > max) errors.push(`${field}: at most ${max} entries`);
-  value.forEach((entry, i) => {
-    const err = addressEntryError(entry);
-    if (err) errors.push(`${field}[${i}]: ${err}`);
-  });
-  return errors.length === before ? [...new Set(value.map((v: string) => v.trim()))] : undefined;
+  const list = checkField({ [field]: addressListSchema(max) }, field, value, errors);
+  return list.ok ? [...new Set((list.data as string[]).map((v) => v.trim()))] : undefined;
 }
 
 /**
@@ -101,21 +106,23 @@ export function carrierAddressKey(address: CarrierAddress, transport: Transport)
   return `${transport}:${isIP(host) === 6 ? `[${host}]` : host}:${port}`;
 }
 
+/** A list of E.164 numbers without repeats. */
+export const numberListSchema = (max = 100) =>
+  z
+    .array(z.string(says('must be an E.164 phone number such as +15550100')).regex(E164), says('must be an array of E.164 phone numbers'))
+    .max(max, `at most ${max} numbers`)
+    .superRefine((list, ctx) => {
+      const seen = new Set<string>();
+      list.forEach((n, i) => {
+        if (!E164.test(n)) return;
+        if (seen.has(n)) ctx.addIssue({ code: 'custom', path: [i], message: `${n} is listed twice` });
+        seen.add(n);
+      });
+    });
+
 /** Validates a list of E.164 numbers (no repeats) under `field`; returns it, or undefined after pushing errors. */
 export function validateNumberList(value: unknown, field: string, errors: string[], max = 100): string[] | undefined {
-  if (!Array.isArray(value)) {
-    errors.push(`${field}: must be an array of E.164 phone numbers`);
-    return undefined;
-  }
-  const before = errors.length;
-  if (value.length > max) errors.push(`${field}: at most ${max} numbers`);
-  const seen = new Set<string>();
-  value.forEach((n, i) => {
-    if (!isE164(n)) errors.push(`${field}[${i}]: must be an E.164 phone number such as +15550100`);
-    else if (seen.has(n)) errors.push(`${field}[${i}]: ${n} is listed twice`);
-    else seen.add(n);
-  });
-  return errors.length === before ? (value as string[]) : undefined;
+  return checkField({ [field]: numberListSchema(max) }, field, value, errors).data as string[] | undefined;
 }
 
 /** RFC 3261 `token` characters. */
@@ -130,16 +137,18 @@ const MAX_HEADERS = 20;
 const MAX_HEADER_VALUE = 1024;
 
 /** Extra SIP headers `{name: value}`: token names not written by the SIP leg, string values without CR/LF/NUL. */
+export const sipHeadersSchema = headerMapSchema({
+  token: TOKEN,
+  reserved: RESERVED_SIP_HEADERS,
+  maxHeaders: MAX_HEADERS,
+  maxValue: MAX_HEADER_VALUE,
+  notObject: 'must be an object of SIP header names to string values',
+  badName: 'not a valid SIP header name',
+  reservedName: 'reserved, written by the SIP leg itself',
+});
+
 export function validateSipHeaders(value: unknown, errors: string[]): Record<string, string> | undefined {
-  return validateHeaderMap(value, errors, {
-    token: TOKEN,
-    reserved: RESERVED_SIP_HEADERS,
-    maxHeaders: MAX_HEADERS,
-    maxValue: MAX_HEADER_VALUE,
-    notObject: 'must be an object of SIP header names to string values',
-    badName: 'not a valid SIP header name',
-    reservedName: 'reserved, written by the SIP leg itself',
-  });
+  return validateHeaderMap(value, errors, sipHeadersSchema);
 }
 
 /** A JSON object request body; a 400 otherwise. */

@@ -4,7 +4,9 @@ import type { Selectable } from 'kysely';
 import { isUniqueViolation, type Db } from '../store/db.js';
 import type { ToolsTable } from '../store/schema.js';
 import { newId, nowIso } from '../store/ids.js';
+import { z } from 'zod';
 import { ApiError, badRequest, conflict, forbidden, notFound } from '../errors.js';
+import { bodyObject, parseBody, says } from '../validation.js';
 import type { Actor } from '../agents/agents.js';
 import { isPlainObject } from '../agents/config.js';
 import { TOOL_TYPES, parseDefinition, type ToolDefinition } from './definition.js';
@@ -98,9 +100,13 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
  * `PATCH /tool/{toolId}` with `{definition}`: a JSON merge patch onto the stored definition, then validated whole
  * (defaults refilled). A patch that changes `type` replaces the definition instead (the two types share few fields).
  */
+/** `PATCH /tool/{toolId}`: a merge patch of the definition (a changed `type` replaces it); the result must pass the create schema. */
+export const updateToolBody = bodyObject({
+  definition: z.record(z.unknown(), says('must be an object', 'required')).describe('Fields to change; the merged definition must pass the create schema.'),
+});
+
 export async function updateTool(db: Db, actor: Actor, toolId: string, body: unknown): Promise<Record<string, unknown>> {
-  const patch = definitionOf(body);
-  if (!isPlainObject(patch)) throw badRequest('definition: must be an object');
+  const { definition: patch } = parseBody(updateToolBody, body);
   const row = await loadTool(db, actor, toolId);
   const current = JSON.parse(row.definition) as Record<string, unknown>;
   const changesType = patch.type !== undefined && patch.type !== current.type;

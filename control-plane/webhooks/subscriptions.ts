@@ -1,9 +1,11 @@
 // Per-agent webhook subscriptions (wire §5.2): list, replace all of an agent's subscriptions, remove them all.
 import type { Db } from '../store/db.js';
-import { isObjectId, newId, nowIso } from '../store/ids.js';
-import { ApiError, badRequest, notFound } from '../errors.js';
+import { newId, nowIso } from '../store/ids.js';
+import { z } from 'zod';
+import { ApiError, notFound } from '../errors.js';
+import { parseBody, says, strictBody } from '../validation.js';
 import { loadAgent, type Actor } from '../agents/agents.js';
-import { EVENT_TYPES, isEventType, loadWebhook } from './webhooks.js';
+import { EVENT_TYPES, loadWebhook } from './webhooks.js';
 
 async function agentOf(db: Db, actor: Actor, agentId: string): Promise<void> {
   try {
@@ -20,21 +22,21 @@ export async function listAgentSubscriptions(db: Db, actor: Actor, agentId: stri
   return rows.map((r) => ({ _id: r.id, webhookId: r.webhook_id, agentId: r.agent_id, eventType: r.event_type, createdAt: r.created_at, updatedAt: r.updated_at }));
 }
 
+/** `POST /agent/{agentId}/webhook-subscriptions`: unknown fields are refused. */
+export const subscriptionsBody = strictBody({
+  webhookId: z.string(says('required, a 24-hex webhook id')).regex(/^[a-f\d]{24}$/),
+  eventTypes: z.array(z.enum(EVENT_TYPES, says(`must be one of ${EVENT_TYPES.join(', ')}`)), says(`required, a non-empty array of ${EVENT_TYPES.join(', ')}`)).min(1),
+});
+
 /** `{webhookId, eventTypes}`: the agent's subscriptions become exactly these (any on other webhooks are removed). */
 export async function replaceAgentSubscriptions(db: Db, actor: Actor, agentId: string, body: unknown): Promise<string> {
   await agentOf(db, actor, agentId);
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('Request body must be a JSON object');
-  const { webhookId, eventTypes, ...rest } = body as Record<string, unknown>;
-  const errors = Object.keys(rest).map((k) => `${k}: unknown field (expected webhookId, eventTypes)`);
-  if (typeof webhookId !== 'string' || !isObjectId(webhookId)) errors.push('webhookId: required, a 24-hex webhook id');
-  if (!Array.isArray(eventTypes) || eventTypes.length === 0) errors.push(`eventTypes: required, a non-empty array of ${EVENT_TYPES.join(', ')}`);
-  else eventTypes.forEach((t: unknown, i) => isEventType(t) || errors.push(`eventTypes[${i}]: must be one of ${EVENT_TYPES.join(', ')}`));
-  if (errors.length) throw badRequest(errors);
-  const webhook = await loadWebhook(db, actor, webhookId as string);
+  const { webhookId, eventTypes } = parseBody(subscriptionsBody, body);
+  const webhook = await loadWebhook(db, actor, webhookId);
   const now = nowIso();
   await db.transaction().execute(async (tx) => {
     await tx.deleteFrom('webhook_subscriptions').where('agent_id', '=', agentId).execute();
-    for (const eventType of new Set(eventTypes as string[])) {
+    for (const eventType of new Set(eventTypes)) {
       await tx.insertInto('webhook_subscriptions').values({ id: newId(), webhook_id: webhook.id, agent_id: agentId, event_type: eventType, created_at: now, updated_at: now }).execute();
     }
   });

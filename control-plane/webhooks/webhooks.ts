@@ -1,11 +1,13 @@
 // Webhook endpoints of an organization: create (with optional subscriptions), read with the signing secret, update,
 // enable/disable, delete (refused while agents are subscribed).
-import { validateHeaderMap } from '../headers.js';
+import { headerMapSchema, validateHeaderMap } from '../headers.js';
 import type { Selectable } from 'kysely';
 import { isUniqueViolation, type Db, type Tx } from '../store/db.js';
 import type { WebhooksTable } from '../store/schema.js';
 import { isObjectId, newId, nowIso } from '../store/ids.js';
+import { z } from 'zod';
 import { badRequest, notFound } from '../errors.js';
+import { checkField, says } from '../validation.js';
 import type { Actor } from '../agents/agents.js';
 import { EgressError, checkEgressStatic } from '../../engine/net/egress.js';
 import { WebhookSecretBox } from './secret-box.js';
@@ -41,16 +43,44 @@ function objectBody(body: unknown): Record<string, unknown> {
   return body as Record<string, unknown>;
 }
 
-/** Normalised endpoint URL, or an error naming the field. */
-function validateEndpoint(value: unknown, allowPrivate: boolean, errors: string[]): string | undefined {
-  if (typeof value !== 'string' || value.trim() === '') {
-    errors.push('endpoint: required, an http(s) URL');
-    return undefined;
-  }
-  if (value.length > MAX_URL) {
-    errors.push(`endpoint: at most ${MAX_URL} characters`);
-    return undefined;
-  }
+const EVENT_TYPES_TEXT = EVENT_TYPES.join(', ');
+
+/** Webhook fields. Checked in code after these: the endpoint's URL form, scheme, credentials and egress policy; that event agents exist. */
+const webhookShape = {
+  endpoint: z.string(says('required, an http(s) URL')).regex(/\S/).max(MAX_URL, `at most ${MAX_URL} characters`).describe('An http(s) URL (the egress policy applies).'),
+  description: z.string(says(`must be a string of at most ${MAX_DESCRIPTION} characters`)).max(MAX_DESCRIPTION).nullish(),
+  headers: headerMapSchema({
+    token: TOKEN,
+    reserved: RESERVED_HEADERS,
+    maxHeaders: MAX_HEADERS,
+    maxValue: MAX_HEADER_VALUE,
+    notObject: 'must be an object of header names to string values',
+    badName: 'not a valid header name (RFC 7230 token characters only)',
+    reservedName: `reserved, set by the platform (${[...RESERVED_HEADERS].join(', ')})`,
+  }).optional(),
+  events: z
+    .array(
+      z.object(
+        {
+          agentId: z.string(says('required, a 24-hex agent id')).regex(/^[a-f\d]{24}$/),
+          eventType: z.enum(EVENT_TYPES, says(`must be one of ${EVENT_TYPES_TEXT}`)),
+        },
+        says('must be an object {agentId, eventType}'),
+      ),
+      says('must be an array of {agentId, eventType}'),
+    )
+    .max(MAX_EVENTS, `at most ${MAX_EVENTS} items`)
+    .optional(),
+};
+
+/** `POST /webhook`: unknown fields are refused. */
+export const createWebhookBody = z.object(webhookShape).strict();
+
+/** `PATCH /webhook/{id}`: endpoint, description, headers (at least one; anything else refused, naming where it is changed). */
+export const updateWebhookBody = z.object({ endpoint: webhookShape.endpoint.optional(), description: webhookShape.description, headers: webhookShape.headers }).strict();
+
+/** Normalised endpoint URL (its type and length already checked), or an error naming the field. */
+function endpointUrl(value: string, allowPrivate: boolean, errors: string[]): string | undefined {
   let url: URL;
   try {
     url = new URL(value.trim());
@@ -76,59 +106,14 @@ function validateEndpoint(value: unknown, allowPrivate: boolean, errors: string[
   return url.href;
 }
 
-function validateDescription(value: unknown, errors: string[]): string | undefined {
-  if (value === undefined || value === null) return '';
-  if (typeof value !== 'string' || value.length > MAX_DESCRIPTION) {
-    errors.push(`description: must be a string of at most ${MAX_DESCRIPTION} characters`);
-    return undefined;
-  }
-  return value;
+function validateEndpoint(value: unknown, allowPrivate: boolean, errors: string[]): string | undefined {
+  const checked = checkField(webhookShape, 'endpoint', value, errors);
+  return checked.ok ? endpointUrl(checked.data as string, allowPrivate, errors) : undefined;
 }
 
 /** Custom delivery headers: ≤10, RFC 7230 token names (case-insensitively unique), values ≤1024 without CR/LF/NUL. */
 export function validateHeaders(value: unknown, errors: string[]): Record<string, string> | undefined {
-  return validateHeaderMap(value, errors, {
-    token: TOKEN,
-    reserved: RESERVED_HEADERS,
-    maxHeaders: MAX_HEADERS,
-    maxValue: MAX_HEADER_VALUE,
-    notObject: 'must be an object of header names to string values',
-    badName: 'not a valid header name (RFC 7230 token characters only)',
-    reservedName: `reserved, set by the platform (${[...RESERVED_HEADERS].join(', ')})`,
-  });
-}
-
-interface EventRef {
-  agentId: string;
-  eventType: EventType;
-}
-
-function validateEvents(value: unknown, errors: string[]): EventRef[] {
-  if (value === undefined) return [];
-  if (!Array.isArray(value)) {
-    errors.push('events: must be an array of {agentId, eventType}');
-    return [];
-  }
-  if (value.length > MAX_EVENTS) errors.push(`events: at most ${MAX_EVENTS} items`);
-  const refs: EventRef[] = [];
-  value.forEach((item: unknown, i) => {
-    if (typeof item !== 'object' || item === null || Array.isArray(item)) {
-      errors.push(`events[${i}]: must be an object {agentId, eventType}`);
-      return;
-    }
-    const { agentId, eventType } = item as Record<string, unknown>;
-    let ok = true;
-    if (typeof agentId !== 'string' || !isObjectId(agentId)) {
-      errors.push(`events[${i}].agentId: required, a 24-hex agent id`);
-      ok = false;
-    }
-    if (!isEventType(eventType)) {
-      errors.push(`events[${i}].eventType: must be one of ${EVENT_TYPES.join(', ')}`);
-      ok = false;
-    }
-    if (ok) refs.push({ agentId: agentId as string, eventType: eventType as EventType });
-  });
-  return refs;
+  return validateHeaderMap(value, errors, webhookShape.headers.unwrap());
 }
 
 const duplicateEndpoint = () => badRequest('endpoint: a webhook with this URL already exists in your organization');
@@ -152,9 +137,9 @@ export async function createWebhook(deps: WebhookDeps, actor: Actor, body: unkno
   const errors: string[] = [];
   for (const key of Object.keys(input)) if (!CREATE_FIELDS.has(key)) errors.push(`${key}: unknown field (expected endpoint, description, events, headers)`);
   const url = validateEndpoint(input.endpoint, deps.allowPrivateEgress, errors);
-  const description = validateDescription(input.description, errors);
+  const description = checkField(webhookShape, 'description', input.description, errors).data ?? '';
   const headers = input.headers === undefined ? {} : validateHeaders(input.headers, errors);
-  const events = validateEvents(input.events, errors);
+  const events = checkField(webhookShape, 'events', input.events, errors).data ?? [];
   if (errors.length) throw badRequest(errors);
 
   const agentIds = [...new Set(events.map((e) => e.agentId))];
@@ -260,7 +245,7 @@ export async function updateWebhook(deps: WebhookDeps, actor: Actor, webhookId: 
   }
   if (!PATCH_FIELDS.some((f) => input[f] !== undefined)) errors.push('Request body must contain at least one of endpoint, description, headers');
   const url = input.endpoint === undefined ? row.url : validateEndpoint(input.endpoint, deps.allowPrivateEgress, errors);
-  const description = input.description === undefined ? row.description : validateDescription(input.description, errors);
+  const description = input.description === undefined ? row.description : checkField(webhookShape, 'description', input.description, errors).data ?? '';
   const headers = input.headers === undefined ? undefined : validateHeaders(input.headers, errors);
   if (errors.length) throw badRequest(errors);
   if (url !== row.url && (await endpointTaken(deps.db, actor.orgId, url as string, row.id))) throw duplicateEndpoint();

@@ -2,13 +2,14 @@
 import busboy from 'busboy';
 import type { HttpServer } from '../http/server.js';
 import { docs, ok, type HttpRequest } from '../http/types.js';
-import { anyObject } from './doc-schemas.js';
 import { badRequest } from '../../control-plane/errors.js';
 import {
   addMembers,
+  addMembersBody,
   createAudience,
   deleteAudience,
   deleteMembers,
+  deleteMembersBody,
   getAudience,
   listAudiences,
   listMembers,
@@ -69,7 +70,7 @@ export function audienceRoutes(server: HttpServer, prefix: string, ctx: RouteCon
   // An audience a campaign still needs (not completed or failed) is not deleted: 409 naming the campaigns.
   server.route('DELETE', `${a}/:id`, async (req) => ok(await deleteAudience(ctx.db, actorOf(req), id(req), campaignsUsingAudience)), { ...auth, doc: d('Delete an audience (409 while a campaign needs it)') });
   server.route('GET', `${a}/:id/members`, async (req) => ok(await listMembers(ctx.db, actorOf(req), id(req), req.query)), { ...auth, doc: d("An audience's members", { query: [{ name: 'page', schema: { type: 'integer', minimum: 1 } }, { name: 'limit', schema: { type: 'integer', minimum: 1 } }] }) });
-  server.route('POST', `${a}/:id/members`, async (req) => ok(await addMembers(ctx.db, actorOf(req), id(req), req.json()), 201), { ...large, doc: d('Add members', { body: { schema: anyObject() }, response: { status: 201 } }) });
-  server.route('DELETE', `${a}/:id/members`, async (req) => ok(await deleteMembers(ctx.db, actorOf(req), id(req), req.json())), { ...auth, doc: d('Delete members', { body: { schema: anyObject() } }) });
+  server.route('POST', `${a}/:id/members`, async (req) => ok(await addMembers(ctx.db, actorOf(req), id(req), req.json()), 201), { ...large, doc: d('Add members', { body: { schema: addMembersBody }, response: { status: 201 } }) });
+  server.route('DELETE', `${a}/:id/members`, async (req) => ok(await deleteMembers(ctx.db, actorOf(req), id(req), req.json())), { ...auth, doc: d('Delete members', { body: { schema: deleteMembersBody } }) });
   server.route('GET', `${a}/:id/members/search`, async (req) => ok(await searchMembers(ctx.db, actorOf(req), id(req), req.query)), { ...auth, doc: d('Search members', { query: [{ name: 'query', required: true }, { name: 'page', schema: { type: 'integer', minimum: 1 } }] }) });
 }

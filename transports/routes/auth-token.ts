@@ -1,4 +1,5 @@
 // `POST {waves}/auth/token`: mints a short-lived access token from an API key (tokens cannot mint), rate limited per key.
+import { z } from 'zod';
 import type { HttpServer } from '../http/server.js';
 import { docs, type HttpRequest } from '../http/types.js';
 import { ApiError } from '../../control-plane/errors.js';
@@ -17,14 +18,14 @@ function bodyOf(req: HttpRequest): unknown {
   }
 }
 
+/** The request body; other fields are ignored. */
+const tokenBody = z.object({ ttl_seconds: z.number().int().min(TOKEN_TTL.min).max(TOKEN_TTL.max).default(TOKEN_TTL.default).describe('Lifetime of the token.') }).passthrough();
+
 function ttlOf(body: unknown): number {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw tokenRequestError('Request body must be a JSON object', 'invalid_body', []);
-  const ttl = (body as { ttl_seconds?: unknown }).ttl_seconds;
-  if (ttl === undefined) return TOKEN_TTL.default;
-  if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < TOKEN_TTL.min || ttl > TOKEN_TTL.max) {
-    throw tokenRequestError(`ttl_seconds must be an integer from ${TOKEN_TTL.min} to ${TOKEN_TTL.max}`, 'invalid_ttl', ['ttl_seconds']);
-  }
-  return ttl;
+  const parsed = tokenBody.safeParse(body);
+  if (!parsed.success) throw tokenRequestError(`ttl_seconds must be an integer from ${TOKEN_TTL.min} to ${TOKEN_TTL.max}`, 'invalid_ttl', ['ttl_seconds']);
+  return parsed.data.ttl_seconds;
 }
 
 export function tokenRoutes(server: HttpServer, prefix: string, tokens: AccessTokens, mintLimiter: RateLimiter, mintsPerMinute: number): void {
@@ -42,5 +43,5 @@ export function tokenRoutes(server: HttpServer, prefix: string, tokens: AccessTo
       headers: decision.headers,
       body: { access_token: token, token_type: 'Bearer', expires_in: ttl, expires_at: expiresAt.toISOString() },
     };
-  }, { auth: 'inference-key-only', maxBodyBytes: 4096, errorBody: tokenErrorBody, doc: docs('Access tokens')('Mint a short-lived access token (wat_) from an API key', { body: { schema: { type: 'object', properties: { ttl_seconds: { type: 'integer', minimum: TOKEN_TTL.min, maximum: TOKEN_TTL.max, default: TOKEN_TTL.default } } }, required: false }, response: { status: 201, description: 'The token.', schema: { type: 'object', required: ['access_token', 'token_type', 'expires_in', 'expires_at'], properties: { access_token: { type: 'string' }, token_type: { const: 'Bearer' }, expires_in: { type: 'integer' }, expires_at: { type: 'string', format: 'date-time' } } } } }) });
+  }, { auth: 'inference-key-only', maxBodyBytes: 4096, errorBody: tokenErrorBody, doc: docs('Access tokens')('Mint a short-lived access token (wat_) from an API key', { body: { schema: tokenBody, required: false }, response: { status: 201, description: 'The token.', schema: { type: 'object', required: ['access_token', 'token_type', 'expires_in', 'expires_at'], properties: { access_token: { type: 'string' }, token_type: { const: 'Bearer' }, expires_in: { type: 'integer' }, expires_at: { type: 'string', format: 'date-time' } } } } }) });
 }

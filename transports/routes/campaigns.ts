@@ -1,8 +1,7 @@
 // Campaign routes (wire §5, agent-platform §7): create, list, read (events, metrics), delete, start (also resumes), pause.
 import type { HttpServer } from '../http/server.js';
 import { docs, ok } from '../http/types.js';
-import { anyObject } from './doc-schemas.js';
-import { createCampaign, deleteCampaign, getCampaign, listCampaigns, pauseCampaign, startCampaign } from '../../control-plane/campaigns/campaigns.js';
+import { campaignBody, createCampaign, deleteCampaign, getCampaign, listCampaigns, pauseCampaign, startCampaign } from '../../control-plane/campaigns/campaigns.js';
 import { DEPRECATION } from '../../control-plane/telephony/window.js';
 import { actorOf, type RouteContext } from './context.js';
 
@@ -20,7 +19,7 @@ export function campaignRoutes(server: HttpServer, prefix: string, ctx: RouteCon
   server.route('POST', c, async (req) => {
     const created = await createCampaign(campaignDeps, actorOf(req), req.json());
     return ok(created.doc, 201, created.deprecated ? DEPRECATION : undefined);
-  }, { ...auth, doc: d('Create a campaign', { body: { schema: anyObject() }, response: { status: 201 } }) });
+  }, { ...auth, doc: d('Create a campaign', { body: { schema: campaignBody }, response: { status: 201 } }) });
   server.route('GET', c, async (req) => ok(await listCampaigns(ctx.db, actorOf(req), req.query)), { ...auth, doc: d('List campaigns', { query: [{ name: 'status' }, { name: 'search' }, { name: 'sortField' }, { name: 'sortOrder', schema: { type: 'string', enum: ['asc', 'desc'] } }] }) });
   server.route('GET', `${c}/:id`, async (req) => ok(await getCampaign(ctx.db, actorOf(req), req.params.id as string)), { ...auth, doc: d('Read a campaign (events, metrics)') });
   server.route('DELETE', `${c}/:id`, async (req) => {

@@ -1,12 +1,11 @@
 // Conversation routes: register-call (wct_ session tokens), call records and lists, an agent's call logs, branch test calls.
 import type { HttpServer } from '../http/server.js';
 import { docs, ok } from '../http/types.js';
-import { anyObject } from './doc-schemas.js';
-import { registerCall } from '../../control-plane/calls/register-call.js';
+import { registerCall, registerCallBody } from '../../control-plane/calls/register-call.js';
 import { readCall } from '../../control-plane/calls/calls.js';
-import { listCallLogs, searchCallLogs } from '../../control-plane/calls/call-list.js';
+import { listCallLogs, searchCallLogs, searchCallsBody } from '../../control-plane/calls/call-list.js';
 import { agentCallLogs } from '../../control-plane/calls/call-logs.js';
-import { mintTestCall, parseTestCallBody } from '../../control-plane/calls/test-calls.js';
+import { mintTestCall, parseTestCallBody, testCallBody } from '../../control-plane/calls/test-calls.js';
 import { actorOf, type RouteContext } from './context.js';
 import { agentSocketUrl } from './agent-socket-url.js';
 
@@ -14,9 +13,9 @@ export function conversationRoutes(server: HttpServer, prefix: string, ctx: Rout
   const auth = { auth: 'key' as const };
   const c = `${prefix}/conversation`;
   const d = docs('Calls');
-  server.route('POST', `${c}/register-call`, async (req) => ok(await registerCall(ctx.db, actorOf(req), req.json()), 201), { ...auth, doc: d('Register a call: a single-use wct_ token for the agent WebSocket', { body: { schema: anyObject({ agent_id: { type: 'string' }, mode: { type: 'string', enum: ['webcall', 'chat'] }, variables: { type: 'object' } }, ['agent_id']) }, response: { status: 201 } }) });
+  server.route('POST', `${c}/register-call`, async (req) => ok(await registerCall(ctx.db, actorOf(req), req.json()), 201), { ...auth, doc: d('Register a call: a single-use wct_ token for the agent WebSocket', { body: { schema: registerCallBody }, response: { status: 201 } }) });
   server.route('GET', c, async (req) => ok(await listCallLogs(ctx.db, actorOf(req), req.query)), { ...auth, doc: d("List the organization's calls", { query: [{ name: 'page', schema: { type: 'integer', minimum: 1 } }, { name: 'limit', schema: { type: 'integer', minimum: 1, maximum: 100 } }, { name: 'agentId', description: 'Comma-separated agent ids.' }, { name: 'search' }, { name: 'dateFrom', schema: { type: 'string', format: 'date-time' } }, { name: 'dateTo', schema: { type: 'string', format: 'date-time' } }, { name: 'sortBy' }, { name: 'sortOrder', schema: { type: 'string', enum: ['asc', 'desc'] } }] }) });
-  server.route('POST', `${c}/search`, async (req) => ok(await searchCallLogs(ctx.db, actorOf(req), req.json())), { ...auth, doc: d('Search calls (filters in the body)', { body: { schema: anyObject() } }) });
+  server.route('POST', `${c}/search`, async (req) => ok(await searchCallLogs(ctx.db, actorOf(req), req.json())), { ...auth, doc: d('Search calls by id', { body: { schema: searchCallsBody } }) });
   server.route('GET', `${c}/:id`, async (req) => ok(await readCall(ctx.db, actorOf(req), req.params.id as string)), { ...auth, doc: d('Read a call: transcript, variables, analytics, events') });
 
   // Its clients read `success`, not `status` (errors keep the usual envelope). uWS matches by segment: `GET /agent/:id`
@@ -30,5 +29,5 @@ export function conversationRoutes(server: HttpServer, prefix: string, ctx: Rout
   server.route('POST', `${prefix}/agent/:id/branches/:branchId/test-call`, async (req) => {
     const request = parseTestCallBody(req.json());
     return ok(await mintTestCall(ctx.db, actorOf(req), req.params.id as string, req.params.branchId as string, request, agentSocketUrl(req, prefix)));
-  }, { ...auth, doc: d("Test call on a branch's draft or a revision (a wct_ token)", { body: { schema: anyObject({ mode: { type: 'string', enum: ['webcall', 'chat'] }, target: { type: 'string', enum: ['draft', 'revision'] }, revisionId: { type: 'string' }, includeDraft: { type: 'boolean' } }), required: false } }) });
+  }, { ...auth, doc: d("Test call on a branch's draft or a revision (a wct_ token)", { body: { schema: testCallBody, required: false } }) });
 }

@@ -1,16 +1,19 @@
 // Outbound call routes (wire §4): place a call (queued, paced, dialed), cancel queued or ringing calls, a call's retries.
 import type { HttpServer } from '../http/server.js';
 import { docs, ok } from '../http/types.js';
-import { anyObject } from './doc-schemas.js';
+import { z } from 'zod';
 import { ApiError, badRequest } from '../../control-plane/errors.js';
 import { readCall } from '../../control-plane/calls/calls.js';
-import { queueOutboundCall, retriesOf } from '../../control-plane/telephony/outbound.js';
+import { outboundCallBody, queueOutboundCall, retriesOf } from '../../control-plane/telephony/outbound.js';
 import type { OutboundDialer } from '../../telephony/outbound/dialer.js';
 import { actorOf, type RouteContext } from './context.js';
 
 const DEPRECATION = { Deprecation: 'true' };
 /** Most call ids one bulk cancel takes. */
 const MAX_BULK_CANCEL = 100;
+
+/** `POST /conversation/cancel`. */
+const cancelBody = z.object({ callIds: z.array(z.string().min(1)).min(1).max(MAX_BULK_CANCEL).describe('Repeated ids are canceled once.') }).passthrough();
 
 export interface OutboundRouteDeps {
   /** The dialer, once the SIP leg runs; null when it is off (PARLEY_SIP_PORT=off). */
@@ -37,18 +40,17 @@ export function outboundRoutes(server: HttpServer, prefix: string, ctx: RouteCon
       { isTest: (req.headers['x-test-call'] ?? '').toLowerCase() === 'true' },
     );
     return ok({ conversationId: queued.conversationId }, 200, queued.deprecated ? DEPRECATION : undefined);
-  }, { ...auth, doc: d('Place an outbound call (queued, paced per carrier address, dialed)', { body: { schema: anyObject({ agentId: { type: 'string' }, phoneNumber: { type: 'string', description: 'E.164.' }, fromNumber: { type: 'string', description: 'E.164; default the agent\'s caller ID.' }, versionId: { type: 'string' }, variables: { type: 'object' } }, ['agentId', 'phoneNumber']) }, response: { description: '`{conversationId}`.' } }) });
+  }, { ...auth, doc: d('Place an outbound call (queued, paced per carrier address, dialed)', { body: { schema: outboundCallBody }, response: { description: '`{conversationId}`.' } }) });
 
   server.route('POST', `${c}/cancel`, async (req) => {
-    const body = req.json() as { callIds?: unknown } | null;
-    const ids = body && typeof body === 'object' ? body.callIds : undefined;
-    if (!Array.isArray(ids) || ids.length === 0 || ids.length > MAX_BULK_CANCEL || !ids.every((x) => typeof x === 'string' && x !== '')) {
-      throw badRequest(`callIds: required, 1-${MAX_BULK_CANCEL} call ids`);
-    }
+    const body = cancelBody.safeParse(req.json());
+    // One message for any fault, as this route has always answered.
+    if (!body.success) throw badRequest(`callIds: required, 1-${MAX_BULK_CANCEL} call ids`);
+    const ids = body.data.callIds;
     const d = dialer();
     const actor = actorOf(req);
     const results = [];
-    for (const id of new Set(ids as string[])) {
+    for (const id of new Set(ids)) {
       try {
         results.push(await d.cancel(actor, id));
       } catch (err) {
@@ -57,7 +59,7 @@ export function outboundRoutes(server: HttpServer, prefix: string, ctx: RouteCon
       }
     }
     return ok({ results });
-  }, { ...auth, doc: d('Cancel queued or ringing calls', { body: { schema: anyObject({ callIds: { type: 'array', items: { type: 'string', minLength: 1 }, minItems: 1, maxItems: 100 } }, ['callIds']) } }) });
+  }, { ...auth, doc: d('Cancel queued or ringing calls', { body: { schema: cancelBody } }) });
 
   server.route('POST', `${c}/:id/cancel`, async (req) => {
     const result = await dialer().cancel(actorOf(req), req.params.id as string);

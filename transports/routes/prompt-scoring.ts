@@ -1,9 +1,8 @@
 // Prompt scoring route: POST /prompt-scoring/score (a version's or draft's single prompt), 10 a minute per organization.
 import type { HttpServer } from '../http/server.js';
 import { docs, ok } from '../http/types.js';
-import { anyObject } from './doc-schemas.js';
 import { RateLimiter } from '../../control-plane/auth/rate-limit.js';
-import { limitPromptScoring, scoreRevisionPrompt } from '../../control-plane/agents/prompt-scoring.js';
+import { limitPromptScoring, promptScoreBody, scoreRevisionPrompt } from '../../control-plane/agents/prompt-scoring.js';
 import { actorOf, type RouteContext } from './context.js';
 
 export function promptScoringRoutes(server: HttpServer, prefix: string, ctx: RouteContext): void {
@@ -12,5 +11,5 @@ export function promptScoringRoutes(server: HttpServer, prefix: string, ctx: Rou
     const actor = actorOf(req);
     limitPromptScoring(limiter, actor.orgId);
     return ok(await scoreRevisionPrompt(ctx.db, actor, req.json()));
-  }, { auth: 'key', doc: docs('Agents')("Score a revision's or draft's single prompt (10 a minute per organization)", { body: { schema: anyObject() } }) });
+  }, { auth: 'key', doc: docs('Agents')("Score a revision's or draft's single prompt (10 a minute per organization)", { body: { schema: promptScoreBody } }) });
 }

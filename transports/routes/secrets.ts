@@ -1,8 +1,8 @@
 // Organization secrets vault routes: create, rotate, list names, delete. No route ever returns a value.
 import type { HttpServer } from '../http/server.js';
 import { docs, ok, type HttpRequest } from '../http/types.js';
-import { anyObject } from './doc-schemas.js';
 import { badRequest } from '../../control-plane/errors.js';
+import { createSecretBody, rotateSecretBody } from '../../control-plane/secrets/vault.js';
 import { actorOf, type RouteContext } from './context.js';
 
 const body = (req: HttpRequest): Record<string, unknown> => {
@@ -18,8 +18,8 @@ export function secretRoutes(server: HttpServer, prefix: string, ctx: RouteConte
   server.route('POST', p, async (req) => {
     const b = body(req);
     return ok(await ctx.vault.create(actorOf(req).orgId, b.name, b.value), 201);
-  }, { ...auth, doc: d('Create a secret (the value is never returned)', { body: { schema: anyObject({ name: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,100}$' }, value: { type: 'string' } }, ['name', 'value']) }, response: { status: 201 } }) });
-  server.route('PUT', `${p}/:name`, async (req) => ok(await ctx.vault.put(actorOf(req).orgId, req.params.name, body(req).value)), { ...auth, doc: d("Rotate a secret's value", { body: { schema: anyObject({ value: { type: 'string' } }, ['value']) } }) });
+  }, { ...auth, doc: d('Create a secret (the value is never returned)', { body: { schema: createSecretBody }, response: { status: 201 } }) });
+  server.route('PUT', `${p}/:name`, async (req) => ok(await ctx.vault.put(actorOf(req).orgId, req.params.name, body(req).value)), { ...auth, doc: d("Rotate a secret's value", { body: { schema: rotateSecretBody } }) });
   server.route('GET', p, async (req) => ok({ secrets: await ctx.vault.list(actorOf(req).orgId) }), { ...auth, doc: d('List secret names') });
   server.route('DELETE', `${p}/:name`, async (req) => {
     await ctx.vault.delete(actorOf(req).orgId, req.params.name);

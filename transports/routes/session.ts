@@ -1,5 +1,6 @@
 // `{atoms}/auth/session`: the console signs in with an API key (an HttpOnly cookie and a CSRF token), reads it back,
 // signs out, and mints short-lived `wat_` access tokens for the inference API (which never takes the cookie).
+import { z } from 'zod';
 import type { HttpServer } from '../http/server.js';
 import { docs, ok, type HttpRequest } from '../http/types.js';
 import { ApiError, badRequest, forbidden, unauthorized } from '../../control-plane/errors.js';
@@ -39,6 +40,8 @@ const view = (s: BrowserSession) => ({ csrfToken: s.csrfToken, expiresAt: s.expi
 
 /** Session responses carry the CSRF token: never cached. */
 const NO_STORE = { 'Cache-Control': 'no-store' };
+/** The sign-in body. A body that is not an object is a 400; a missing or non-string key is a failed sign-in (401). */
+const signInBody = z.object({ apiKey: z.string().describe('An `sk_...` key.') }).passthrough();
 
 const d = docs('Browser sessions');
 const sessionData = {
@@ -87,11 +90,12 @@ export function sessionRoutes(server: HttpServer, prefix: string, deps: SessionR
     if (wait > 0) throw new ApiError(429, 'Too many failed sign-in attempts; try again later', { headers: { 'Retry-After': String(wait) } });
     const body = req.json();
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw badRequest('Request body must be a JSON object: {"apiKey": "sk_..."}');
-    const apiKey = (body as { apiKey?: unknown }).apiKey;
-    const key = typeof apiKey === 'string' ? await deps.keys.resolve(apiKey) : null;
+    const parsed = signInBody.safeParse(body);
+    const apiKey = parsed.success ? parsed.data.apiKey : undefined;
+    const key = apiKey !== undefined ? await deps.keys.resolve(apiKey) : null;
     if (!key) {
       deps.signIns.fail(address);
-      throw unauthorized(typeof apiKey === 'string' && apiKey !== '' ? 'Unauthorized: invalid API key' : 'Unauthorized: missing API key (send {"apiKey": "sk_..."})');
+      throw unauthorized(apiKey ? 'Unauthorized: invalid API key' : 'Unauthorized: missing API key (send {"apiKey": "sk_..."})');
     }
     const { token, session } = await deps.sessions.create(key);
     return ok(view(session), 201, { ...NO_STORE, 'Set-Cookie': cookie(req, token, deps.sessions.ttlSeconds) });
@@ -103,7 +107,7 @@ export function sessionRoutes(server: HttpServer, prefix: string, deps: SessionR
         'Sets `parley_session` (HttpOnly, SameSite=Strict, Path=/, Max-Age: the session lifetime; Secure behind `X-Forwarded-Proto: https`). ' +
         'The session then acts as the key on every agent-platform route. A wrong or missing key is 401; ' +
         `${SIGN_IN_FAILURES_PER_MINUTE} failed attempts a minute from one address: 429 with Retry-After.`,
-      body: { schema: { type: 'object', required: ['apiKey'], properties: { apiKey: { type: 'string', description: 'An `sk_...` key.' } } } },
+      body: { schema: signInBody },
       response: { status: 201, schema: sessionData },
     }),
   });

@@ -1,8 +1,8 @@
 // Tool library routes: POST/GET /tool, GET/PATCH/DELETE /tool/{toolId} (API keys only).
 import type { HttpServer } from '../http/server.js';
 import { docs, ok } from '../http/types.js';
-import { createToolBody, updateToolBody } from './doc-schemas.js';
-import { createTool, deleteTool, listTools, readTool, updateTool } from '../../control-plane/tools/tools.js';
+import { createToolBody } from './doc-schemas.js';
+import { createTool, deleteTool, listTools, readTool, updateTool, updateToolBody } from '../../control-plane/tools/tools.js';
 import { actorOf, type RouteContext } from './context.js';
 
 export function toolRoutes(server: HttpServer, prefix: string, ctx: RouteContext): void {

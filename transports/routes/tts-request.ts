@@ -1,5 +1,7 @@
 // Parsing and validation of synthesis requests (HTTP body, SSE, WebSocket message); errors render as ttsErrorBody.
 import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { checkField, says } from '../../control-plane/validation.js';
 import { inferenceError } from '../http/auth.js';
 import { OUTPUT_FORMATS, type OutputFormat } from '../../engine/tts/output.js';
 import { TTS_ALIASES, type ModelRegistry } from '../../engine/models/registry.js';
@@ -31,35 +33,52 @@ export function isTtsModel(model: string, registry: ModelRegistry): boolean {
   return (TTS_ALIASES as readonly string[]).includes(model) || /^[a-z0-9_]+[-_]v3\.1(?:[-_]pro)?$/.test(model) || registry.models().some((m) => m.kind === 'tts' && m.id === model);
 }
 
+const rates = TTS_SAMPLE_RATES.map((r) => z.literal(r)) as unknown as [z.ZodLiteral<number>, z.ZodLiteral<number>, ...z.ZodLiteral<number>[]];
+/** A message naming the value given (`unknown model "x"`). */
+const naming = (prefix: string) => ({ errorMap: (_issue: unknown, ctx: { data: unknown }) => ({ message: `${prefix} ${JSON.stringify(ctx.data)}` }) });
+
+/**
+ * A synthesis request. Checked in code after it: the voice and model exist in this server's registry, and `text`
+ * is not empty (except on the live WebSocket, where a `flush` may carry none).
+ */
+export const ttsBodySchema = z
+  .object({
+    text: z.string(says('required, a string')).max(MAX_TEXT_CHARS, `at most ${MAX_TEXT_CHARS} characters`).describe('Must not be empty.'),
+    voice_id: z.string(says('required')).min(1).describe('A voice of `GET /voice/get-all-models`.'),
+    model: z.string(naming('unknown model')).optional(),
+    language: z.enum([...LANGUAGES] as [string, ...string[]], naming('unsupported code')).optional(),
+    speed: z.number(says('a number from 0.5 to 2')).min(0.5).max(2).nullish().describe('Default 1.'),
+    sample_rate: z.union(rates, says(`one of ${TTS_SAMPLE_RATES.join(', ')}`)).nullish().describe('Default 44100.'),
+    output_format: z.enum(OUTPUT_FORMATS, says(`one of ${OUTPUT_FORMATS.join(', ')}`)).nullish().describe('Default: from the Accept header, else pcm.'),
+    session_id: z.string(says('letters, digits, _ - . (at most 128)')).regex(CORRELATION).optional(),
+    request_id: z.string(says('letters, digits, _ - . (at most 128)')).regex(CORRELATION).optional(),
+  })
+  .passthrough();
+const field = ttsBodySchema.shape;
+
 export function parseTts(body: unknown, registry: ModelRegistry, opts: { textMayBeEmpty?: boolean; acceptHeader?: string } = {}): TtsParams {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw inferenceError(400, 'Request body must be a JSON object');
   const b = body as Record<string, unknown>;
   const problems: string[] = [];
-  const text = b.text;
-  if (typeof text !== 'string') problems.push('text: required, a string');
-  else if (!opts.textMayBeEmpty && !text.trim()) problems.push('text: must not be empty');
-  else if (text.length > MAX_TEXT_CHARS) problems.push(`text: at most ${MAX_TEXT_CHARS} characters`);
-  const voiceId = b.voice_id;
-  if (typeof voiceId !== 'string' || !voiceId) problems.push('voice_id: required');
-  else if (!registry.voice(voiceId)) problems.push(`voice_id: unknown voice "${voiceId}" (see GET /voice/get-all-models)`);
-  if (b.model !== undefined && (typeof b.model !== 'string' || !isTtsModel(b.model, registry))) problems.push(`model: unknown model ${JSON.stringify(b.model)}`);
-  const sampleRate = b.sample_rate ?? 44100;
-  if (!TTS_SAMPLE_RATES.includes(sampleRate as never)) problems.push(`sample_rate: one of ${TTS_SAMPLE_RATES.join(', ')}`);
-  const speed = b.speed ?? 1;
-  if (typeof speed !== 'number' || !(speed >= 0.5 && speed <= 2)) problems.push('speed: a number from 0.5 to 2');
-  if (b.language !== undefined && (typeof b.language !== 'string' || !LANGUAGES.has(b.language))) problems.push(`language: unsupported code ${JSON.stringify(b.language)}`);
-  const format = b.output_format ?? formatFromAccept(opts.acceptHeader) ?? 'pcm';
-  if (!OUTPUT_FORMATS.includes(format as never)) problems.push(`output_format: one of ${OUTPUT_FORMATS.join(', ')}`);
-  for (const id of ['session_id', 'request_id'] as const) {
-    if (b[id] !== undefined && (typeof b[id] !== 'string' || !CORRELATION.test(b[id] as string))) problems.push(`${id}: letters, digits, _ - . (at most 128)`);
-  }
+  // Field by field, in the order the messages have always come.
+  const text = checkField(field, 'text', b.text, problems);
+  if (text.ok && !opts.textMayBeEmpty && !(text.data as string).trim()) problems.push('text: must not be empty');
+  const voiceId = checkField(field, 'voice_id', b.voice_id, problems);
+  if (voiceId.ok && !registry.voice(voiceId.data as string)) problems.push(`voice_id: unknown voice "${voiceId.data as string}" (see GET /voice/get-all-models)`);
+  const model = checkField(field, 'model', b.model, problems);
+  if (model.ok && model.data !== undefined && !isTtsModel(model.data, registry)) problems.push(`model: unknown model ${JSON.stringify(b.model)}`);
+  const sampleRate = checkField(field, 'sample_rate', b.sample_rate, problems).data ?? 44100;
+  const speed = checkField(field, 'speed', b.speed, problems).data ?? 1;
+  checkField(field, 'language', b.language, problems);
+  const format = checkField(field, 'output_format', b.output_format, problems).data ?? formatFromAccept(opts.acceptHeader) ?? 'pcm';
+  for (const id of ['session_id', 'request_id'] as const) checkField(field, id, b[id], problems);
   if (problems.length) throw inferenceError(400, problems.join('; '));
   return {
-    text: text as string,
-    voiceId: voiceId as string,
-    speed: speed as number,
-    sampleRate: sampleRate as number,
-    format: format as OutputFormat,
+    text: text.data as string,
+    voiceId: voiceId.data as string,
+    speed,
+    sampleRate,
+    format,
     sessionId: (b.session_id as string | undefined) ?? null,
     requestId: (b.request_id as string | undefined) ?? null,
   };

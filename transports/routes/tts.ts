@@ -3,32 +3,16 @@ import type { HttpServer } from '../http/server.js';
 import { docs, type HttpRequest, type HttpResponse } from '../http/types.js';
 import type { ModelRegistry } from '../../engine/models/registry.js';
 import { splitPhrases } from '../../engine/tts/chunker.js';
-import { CONTENT_TYPES, OUTPUT_FORMATS, encodeOutput } from '../../engine/tts/output.js';
+import { CONTENT_TYPES, encodeOutput } from '../../engine/tts/output.js';
 import { synthesizePhrases } from '../../engine/tts/stream.js';
 import { concatSamples } from '../../engine/audio/types.js';
 import { ApiError } from '../../control-plane/errors.js';
 import { inferenceError } from '../http/auth.js';
-import { TTS_SAMPLE_RATES, correlationHeaders, inferenceFailure, isTtsModel, parseTts, type TtsParams } from './tts-request.js';
+import { correlationHeaders, inferenceFailure, isTtsModel, parseTts, ttsBodySchema, type TtsParams } from './tts-request.js';
 import { ttsErrorBody } from './inference-errors.js';
 
 const options = { auth: 'inference' as const, maxBodyBytes: 64 * 1024, errorBody: ttsErrorBody };
 const d = docs('Speech synthesis');
-/** The body parseTts checks by hand (a later step moves it to zod). */
-const TTS_BODY = {
-  type: 'object',
-  required: ['text', 'voice_id'],
-  properties: {
-    text: { type: 'string', minLength: 1 },
-    voice_id: { type: 'string' },
-    model: { type: 'string' },
-    language: { type: 'string' },
-    speed: { type: 'number' },
-    sample_rate: { type: 'integer', enum: [...TTS_SAMPLE_RATES] },
-    output_format: { type: 'string', enum: [...OUTPUT_FORMATS] },
-    request_id: { type: 'string' },
-    session_id: { type: 'string' },
-  },
-};
 /** Retired legacy families (`<tts-model>-v2`, `<tts-model>-large`): the wire's fast 410 with its own body. */
 const RETIRED = /^([a-z0-9_]+)-(?:v2|large)$/;
 
@@ -78,10 +62,10 @@ export function ttsRoutes(server: HttpServer, prefix: string, registry: ModelReg
     return handler(req);
   };
 
-  server.route('POST', `${prefix}/tts`, whole, { ...options, doc: d('Synthesize speech (one body)', { body: { schema: TTS_BODY }, response: { description: 'The audio in `output_format`.', contentType: 'application/octet-stream', schema: { type: 'string' } } }) });
-  server.route('POST', `${prefix}/tts/live`, sse(false), { ...options, doc: d('Synthesize speech as server-sent events', { body: { schema: TTS_BODY }, response: { description: '`event: audio` frames `{audio (base64), done: false, status: "206"}`, then `{status: "200", done: true}`.', contentType: 'text/event-stream', schema: { type: 'string' } } }) });
-  server.route('POST', `${prefix}/:model/get_speech`, legacy(whole), { ...options, doc: d('Synthesize speech (legacy per-model route)', { params: { model: 'A `<tts-model>-v3.1` id; retired `-v2`/`-large` families answer 410.' }, body: { schema: TTS_BODY }, response: { description: 'The audio.', contentType: 'application/octet-stream', schema: { type: 'string' } } }) });
-  server.route('POST', `${prefix}/:model/stream`, legacy(sse(true)), { ...options, doc: d('Synthesize speech as server-sent events (legacy per-model route)', { params: { model: 'A `<tts-model>-v3.1` id.' }, body: { schema: TTS_BODY }, response: { description: '`event: audio` frames `{audio}`, then `{done: true}`.', contentType: 'text/event-stream', schema: { type: 'string' } } }) });
+  server.route('POST', `${prefix}/tts`, whole, { ...options, doc: d('Synthesize speech (one body)', { body: { schema: ttsBodySchema }, response: { description: 'The audio in `output_format`.', contentType: 'application/octet-stream', schema: { type: 'string' } } }) });
+  server.route('POST', `${prefix}/tts/live`, sse(false), { ...options, doc: d('Synthesize speech as server-sent events', { body: { schema: ttsBodySchema }, response: { description: '`event: audio` frames `{audio (base64), done: false, status: "206"}`, then `{status: "200", done: true}`.', contentType: 'text/event-stream', schema: { type: 'string' } } }) });
+  server.route('POST', `${prefix}/:model/get_speech`, legacy(whole), { ...options, doc: d('Synthesize speech (legacy per-model route)', { params: { model: 'A `<tts-model>-v3.1` id; retired `-v2`/`-large` families answer 410.' }, body: { schema: ttsBodySchema }, response: { description: 'The audio.', contentType: 'application/octet-stream', schema: { type: 'string' } } }) });
+  server.route('POST', `${prefix}/:model/stream`, legacy(sse(true)), { ...options, doc: d('Synthesize speech as server-sent events (legacy per-model route)', { params: { model: 'A `<tts-model>-v3.1` id.' }, body: { schema: ttsBodySchema }, response: { description: '`event: audio` frames `{audio}`, then `{done: true}`.', contentType: 'text/event-stream', schema: { type: 'string' } } }) });
 }
 
 function b64(samples: Float32Array, p: TtsParams): string {

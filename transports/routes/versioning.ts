@@ -1,11 +1,11 @@
 // Versioning v2 routes: branches, the open draft, publish, revisions, restore, scan retry and diff.
 import type { HttpServer } from '../http/server.js';
 import { docs, ok } from '../http/types.js';
-import { anyObject, draftBody } from './doc-schemas.js';
-import { archiveBranch, createBranch, getBranch, listBranches, makeLive, renameBranch } from '../../control-plane/agents/branches.js';
+import { draftBody } from './doc-schemas.js';
+import { archiveBranch, createBranch, createBranchBody, getBranch, listBranches, makeLive, renameBranch, renameBranchBody } from '../../control-plane/agents/branches.js';
 import { discardDraft, getDraft, putDraft } from '../../control-plane/agents/drafts.js';
 import { diffRefs, getRevision, listRevisions, revisionHistory } from '../../control-plane/agents/revisions.js';
-import type { PublishResult } from '../../control-plane/agents/publish.js';
+import { publishBody, retryScanBody, type PublishResult } from '../../control-plane/agents/publish.js';
 import { actorOf, type RouteContext } from './context.js';
 
 export function versioningRoutes(server: HttpServer, prefix: string, ctx: RouteContext): void {
@@ -15,10 +15,10 @@ export function versioningRoutes(server: HttpServer, prefix: string, ctx: RouteC
   const d = docs('Versioning');
   const published = (r: PublishResult) => ok(r.data, r.status);
 
-  server.route('POST', `${a}/branches`, async (req) => ok(await createBranch(ctx.db, actorOf(req), req.params.id as string, req.json()), 201), { ...auth, doc: d('Create a branch', { body: { schema: anyObject({ name: { type: 'string' }, sourceBranchId: { type: 'string', pattern: '^[a-f0-9]{24}$' } }, ['name', 'sourceBranchId']) }, response: { status: 201 } }) });
+  server.route('POST', `${a}/branches`, async (req) => ok(await createBranch(ctx.db, actorOf(req), req.params.id as string, req.json()), 201), { ...auth, doc: d('Create a branch', { body: { schema: createBranchBody }, response: { status: 201 } }) });
   server.route('GET', `${a}/branches`, async (req) => ok({ branches: await listBranches(ctx.db, actorOf(req), req.params.id as string) }), { ...auth, doc: d("List the agent's branches") });
   server.route('GET', b, async (req) => ok(await getBranch(ctx.db, actorOf(req), req.params.id as string, req.params.branchId as string)), { ...auth, doc: d('Read a branch') });
-  server.route('PATCH', b, async (req) => ok(await renameBranch(ctx.db, actorOf(req), req.params.id as string, req.params.branchId as string, req.json())), { ...auth, doc: d('Rename a branch', { body: { schema: anyObject({ name: { type: 'string' } }, ['name']) } }) });
+  server.route('PATCH', b, async (req) => ok(await renameBranch(ctx.db, actorOf(req), req.params.id as string, req.params.branchId as string, req.json())), { ...auth, doc: d('Rename a branch', { body: { schema: renameBranchBody } }) });
   server.route('POST', `${b}/archive`, async (req) => {
     await archiveBranch(ctx.db, actorOf(req), req.params.id as string, req.params.branchId as string);
     return ok({ archived: true });
@@ -32,7 +32,7 @@ export function versioningRoutes(server: HttpServer, prefix: string, ctx: RouteC
     return ok({ discarded: true });
   }, { ...auth, doc: d('Discard the draft') });
   server.route('POST', `${b}/draft/publish`, async (req) =>
-    published(await ctx.publish.publish(actorOf(req), req.params.id as string, req.params.branchId as string, req.body.length ? req.json() : undefined)), { ...auth, doc: d('Publish the draft as a revision', { body: { schema: anyObject({ label: { type: ['string', 'null'], maxLength: 200 } }), required: false }, response: { status: 201, description: '201 with the revision, or 202 while the security scan runs (poll the revision).' } }) });
+    published(await ctx.publish.publish(actorOf(req), req.params.id as string, req.params.branchId as string, req.body.length ? req.json() : undefined)), { ...auth, doc: d('Publish the draft as a revision', { body: { schema: publishBody, required: false }, response: { status: 201, description: '201 with the revision, or 202 while the security scan runs (poll the revision).' } }) });
   server.route('POST', `${b}/draft/publish/cancel`, async (req) => {
     await ctx.publish.cancel(actorOf(req), req.params.id as string, req.params.branchId as string);
     return ok({ cancelled: true });
@@ -44,9 +44,9 @@ export function versioningRoutes(server: HttpServer, prefix: string, ctx: RouteC
   server.route('GET', `${b}/revisions/:revisionId/history`, async (req) =>
     ok(await revisionHistory(ctx.db, actorOf(req), req.params.id as string, req.params.branchId as string, req.params.revisionId as string)), { ...auth, doc: d('The draft edits that made a revision') });
   server.route('POST', `${b}/revisions/:revisionId/restore`, async (req) =>
-    published(await ctx.publish.restore(actorOf(req), req.params.id as string, req.params.branchId as string, req.params.revisionId as string, req.body.length ? req.json() : undefined)), { ...auth, doc: d('Restore a revision (publishes it again as the head)', { body: { schema: anyObject({ label: { type: ['string', 'null'], maxLength: 200 } }), required: false }, response: { status: 201, description: '201, or 202 while the security scan runs.' } }) });
+    published(await ctx.publish.restore(actorOf(req), req.params.id as string, req.params.branchId as string, req.params.revisionId as string, req.body.length ? req.json() : undefined)), { ...auth, doc: d('Restore a revision (publishes it again as the head)', { body: { schema: publishBody, required: false }, response: { status: 201, description: '201, or 202 while the security scan runs.' } }) });
   server.route('POST', `${b}/revisions/:revisionId/scan`, async (req) =>
-    published(await ctx.publish.retryScan(actorOf(req), req.params.id as string, req.params.branchId as string, req.params.revisionId as string, req.body.length ? req.json() : undefined)), { ...auth, doc: d("Retry a revision's failed security scan", { body: { schema: anyObject({ acknowledge: { type: 'array', items: { type: 'string' }, description: 'Scan rules whose findings are accepted.' } }), required: false }, response: { status: 202 } }) });
+    published(await ctx.publish.retryScan(actorOf(req), req.params.id as string, req.params.branchId as string, req.params.revisionId as string, req.body.length ? req.json() : undefined)), { ...auth, doc: d("Retry a revision's failed security scan", { body: { schema: retryScanBody, required: false }, response: { status: 202 } }) });
 
   server.route('GET', `${a}/diff`, async (req) => ok(await diffRefs(ctx.db, actorOf(req), req.params.id as string, req.query.get('a'), req.query.get('b'))), { ...auth, doc: d('Diff two revisions, drafts or branches', { query: [{ name: 'a', required: true, description: 'A revision, draft or branch reference.' }, { name: 'b', required: true }] }) });
 }
