@@ -21,7 +21,7 @@ const GRAPH = {
 };
 
 /** A web call on `server` that the agent ends after one sentence (the caller's mic streams silence meanwhile). */
-async function recordedCall(server: TestServer): Promise<{ callId: string; call: any }> {
+async function agentEndedCall(server: TestServer): Promise<{ callId: string; call: any }> {
   const created = await server.request('POST', `${A}/agent`, { body: { name: 'recorded', workflowType: 'workflow_graph', workflowGraph: GRAPH } });
   expect(created.status, created.text).toBe(201);
   const c = new AgentCaller(connectUrl(server, { token: server.key, agent_id: created.body.data as string, sample_rate: String(RATE) }), RATE);
@@ -31,7 +31,12 @@ async function recordedCall(server: TestServer): Promise<{ callId: string; call:
   await c.agentTurn(0);
   await c.closed;
   const callId = session.call_id as string;
-  const call = await endedCall(server, callId);
+  return { callId, call: await endedCall(server, callId) };
+}
+
+/** As agentEndedCall, and the call has both recordings. */
+async function recordedCall(server: TestServer): Promise<{ callId: string; call: any }> {
+  const { callId, call } = await agentEndedCall(server);
   expect(call.recordingUrl).toMatch(new RegExp(`^parley-recording://[^/]+/${callId}/mono\\.wav$`));
   expect(call.recordingDualUrl).toMatch(new RegExp(`^parley-recording://[^/]+/${callId}/dual\\.wav$`));
   return { callId, call };
@@ -242,15 +247,7 @@ describe('a recording that cannot be saved', () => {
     writeFileSync(path.join(store.dataDir, 'recordings'), 'not a directory');
     const server = await startServer({ store });
     try {
-      const created = await server.request('POST', `${A}/agent`, { body: { name: 'unsaved', workflowType: 'workflow_graph', workflowGraph: GRAPH } });
-      expect(created.status, created.text).toBe(201);
-      const c = new AgentCaller(connectUrl(server, { token: server.key, agent_id: created.body.data as string, sample_rate: String(RATE) }), RATE);
-      await c.opened;
-      const session = await c.waitFor((f) => f.type === 'session.created');
-      c.startMic();
-      await c.agentTurn(0);
-      await c.closed;
-      const call = await endedCall(server, session.call_id as string);
+      const { call } = await agentEndedCall(server);
       expect(call.status).toBe('completed');
       expect(call.recordingUrl ?? null).toBeNull();
       expect(call.transcript.length).toBeGreaterThan(0);
