@@ -37,7 +37,7 @@ export interface Settings {
   sttLiveBeams: number;
   /** Threads inside each recognizer worker. */
   sttThreads: number;
-  /** Shorter Whisper encoder window for greedy clips up to 5 s (PARLEY_STT_SHORT_WINDOW, default on: see README "Models"). */
+  /** Shorter Whisper encoder window for greedy clips up to 5 s (PARLEY_STT_SHORT_WINDOW, default off: see README "Models"). */
   sttShortWindow: boolean;
   inferenceNice: number;
   bootstrapKey?: string;
@@ -216,7 +216,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     sttBeams: int(env, 'PARLEY_STT_BEAMS', STT_DEFAULTS.beams, 1),
     sttLiveBeams: int(env, 'PARLEY_STT_LIVE_BEAMS', STT_DEFAULTS.liveBeams, 1),
     sttThreads: int(env, 'PARLEY_STT_THREADS', STT_DEFAULTS.threads, 1),
-    sttShortWindow: (env.PARLEY_STT_SHORT_WINDOW ?? '').trim() === '' ? true : flag(env, 'PARLEY_STT_SHORT_WINDOW'),
+    sttShortWindow: flag(env, 'PARLEY_STT_SHORT_WINDOW'),
     inferenceNice: Math.min(19, int(env, 'PARLEY_INFERENCE_NICE', 10, 0)),
     bootstrapKey: env.PARLEY_BOOTSTRAP_KEY || undefined,
     keyCacheMs: int(env, 'PARLEY_KEY_CACHE_MS', 3000, 0),
@@ -229,10 +229,10 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     secretKey: env.PARLEY_SECRET_KEY || undefined,
     s2sToolTimeoutMs: int(env, 'PARLEY_S2S_TOOL_TIMEOUT_MS', 15_000, 1),
     s2sMaxSessions: int(env, 'PARLEY_S2S_MAX_SESSIONS', 32, 1),
-    // Sized from `npm run bench:agents` on a 2-core machine (README "Capacity"): 16 voice sessions keep up even when
-    // all callers speak at the same moments (e2e p95 0.66 s; 24 do not); 128 chat sessions answer within 2 ms (p95).
+    // Sized from `npm run bench:agents` on a 2-core machine (README "Capacity"): 12 voice sessions keep up even when
+    // all callers speak at the same moments (e2e p95 0.70-0.91 s; 16 do not); 128 chat sessions answer within 2 ms (p95).
     sessionCaps: {
-      speech: { server: int(env, 'PARLEY_MAX_SPEECH_SESSIONS', 16, 1), perOwner: int(env, 'PARLEY_MAX_SPEECH_SESSIONS_PER_KEY', 6, 1) },
+      speech: { server: int(env, 'PARLEY_MAX_SPEECH_SESSIONS', 12, 1), perOwner: int(env, 'PARLEY_MAX_SPEECH_SESSIONS_PER_KEY', 6, 1) },
       chat: { server: int(env, 'PARLEY_MAX_CHAT_SESSIONS', 128, 1), perOwner: int(env, 'PARLEY_MAX_CHAT_SESSIONS_PER_KEY', 32, 1) },
     },
     sttIdleSeconds: int(env, 'PARLEY_STT_IDLE_SECONDS', 60, 1),

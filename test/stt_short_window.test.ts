@@ -1,5 +1,5 @@
 // Whisper's shorter encoder window for short clips (issue 15): the policy, and through the server with the window on
-// (PARLEY_STT_SHORT_WINDOW=true, the default) as off, on real speech: the same words live (greedy, where the window
+// (PARLEY_STT_SHORT_WINDOW=true) as off (the default), on real speech: the same words live (greedy, where the window
 // applies) and the same text for whole files (beam search, which keeps the 30 s window).
 import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
