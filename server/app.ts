@@ -9,7 +9,7 @@ import { HttpServer } from '../transports/http/server.js';
 import { HttpMetrics } from '../transports/http/metrics.js';
 import { authenticator } from '../transports/http/auth.js';
 import { AccessTokens, loadSigningSecret } from '../control-plane/auth/tokens.js';
-import { tokenRoutes } from '../transports/routes/auth-token.js';
+import { TokenMinter, tokenRoutes } from '../transports/routes/auth-token.js';
 import { ModelRegistry } from '../engine/models/registry.js';
 import { ttsRoutes } from '../transports/routes/tts.js';
 import { sttRoutes } from '../transports/routes/stt.js';
@@ -107,8 +107,8 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   const ctx = { db: store.db, publish, logger, settings, vault, webhooks, webhookSecrets };
   systemRoutes(server, store, metrics);
   // One mint limiter: tokens the console mints from its session count against the key's limit at /auth/token too.
-  const mintLimiter = new RateLimiter();
-  sessionRoutes(server, settings.atomsPrefix, { sessions, keys, signIns: new SignInLimiter(), mint: { tokens, limiter: mintLimiter, perMinute: settings.tokenMintsPerMinute } });
+  const minter = new TokenMinter(tokens, new RateLimiter(), settings.tokenMintsPerMinute);
+  sessionRoutes(server, settings.atomsPrefix, { sessions, keys, signIns: new SignInLimiter(), minter });
   consoleRoutes(server, await buildConsole(settings.atomsPrefix, settings.wavesPrefix));
   agentRoutes(server, settings.atomsPrefix, ctx);
   versioningRoutes(server, settings.atomsPrefix, ctx);
@@ -125,7 +125,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   audienceRoutes(server, settings.atomsPrefix, ctx);
   let campaigns: CampaignRunner | null = null;
   campaignRoutes(server, settings.atomsPrefix, ctx, { wake: () => campaigns?.wake() });
-  tokenRoutes(server, settings.wavesPrefix, tokens, mintLimiter, settings.tokenMintsPerMinute);
+  tokenRoutes(server, settings.wavesPrefix, minter);
   const registry = new ModelRegistry({
     cacheDir: path.join(settings.dataDir, 'models-cache'),
     modelsDir: settings.modelsDir,

@@ -28,20 +28,35 @@ function ttlOf(body: unknown): number {
   return parsed.data.ttl_seconds;
 }
 
-export function tokenRoutes(server: HttpServer, prefix: string, tokens: AccessTokens, mintLimiter: RateLimiter, mintsPerMinute: number): void {
+/** The body both token routes answer with (`POST {waves}/auth/token`, `POST {atoms}/auth/session/access-token`). */
+export const TOKEN_RESPONSE = { type: 'object', required: ['access_token', 'token_type', 'expires_in', 'expires_at'], properties: { access_token: { type: 'string', description: '`wat_...`: send as `Authorization: Bearer` to the inference API.' }, token_type: { const: 'Bearer' }, expires_in: { type: 'integer' }, expires_at: { type: 'string', format: 'date-time' } } };
+
+/** Mints access tokens under one per-key limit, for every route that mints them. */
+export class TokenMinter {
+  constructor(
+    private readonly tokens: AccessTokens,
+    private readonly limiter: RateLimiter,
+    private readonly perMinute: number,
+  ) {}
+
+  /** The token and the rate headers, or `refused` with the headers of a 429 (Retry-After included): each route words its own error. */
+  mint(keyId: string, ttlSeconds: number): { refused: false; headers: Record<string, string>; body: Record<string, unknown> } | { refused: true; headers: Record<string, string> } {
+    const decision = this.limiter.hit(keyId, this.perMinute);
+    if (!decision.allowed) return { refused: true, headers: { ...decision.headers, 'Retry-After': String(decision.retryAfterSec) } };
+    const { token, expiresAt } = this.tokens.mint(keyId, ttlSeconds);
+    return { refused: false, headers: decision.headers, body: { access_token: token, token_type: 'Bearer', expires_in: ttlSeconds, expires_at: expiresAt.toISOString() } };
+  }
+}
+
+export const TOKEN_LIMIT_MESSAGE = 'Too many access tokens minted; mint one per client session';
+
+export function tokenRoutes(server: HttpServer, prefix: string, minter: TokenMinter): void {
   server.route('POST', `${prefix}/auth/token`, (req) => {
     const ttl = ttlOf(bodyOf(req));
     const auth = req.auth;
     if (!auth) throw new Error('route requires authentication');
-    const decision = mintLimiter.hit(auth.keyId, mintsPerMinute);
-    if (!decision.allowed) {
-      throw inferenceError(429, 'Too many access tokens minted; mint one per client session', { ...decision.headers, 'Retry-After': String(decision.retryAfterSec) });
-    }
-    const { token, expiresAt } = tokens.mint(auth.keyId, ttl);
-    return {
-      status: 201,
-      headers: decision.headers,
-      body: { access_token: token, token_type: 'Bearer', expires_in: ttl, expires_at: expiresAt.toISOString() },
-    };
-  }, { auth: 'inference-key-only', maxBodyBytes: 4096, errorBody: tokenErrorBody, doc: docs('Access tokens')('Mint a short-lived access token (wat_) from an API key', { body: { schema: tokenBody, required: false }, response: { status: 201, description: 'The token.', schema: { type: 'object', required: ['access_token', 'token_type', 'expires_in', 'expires_at'], properties: { access_token: { type: 'string' }, token_type: { const: 'Bearer' }, expires_in: { type: 'integer' }, expires_at: { type: 'string', format: 'date-time' } } } } }) });
+    const minted = minter.mint(auth.keyId, ttl);
+    if (minted.refused) throw inferenceError(429, TOKEN_LIMIT_MESSAGE, minted.headers);
+    return { status: 201, headers: minted.headers, body: minted.body };
+  }, { auth: 'inference-key-only', maxBodyBytes: 4096, errorBody: tokenErrorBody, doc: docs('Access tokens')('Mint a short-lived access token (wat_) from an API key', { body: { schema: tokenBody, required: false }, response: { status: 201, description: 'The token.', schema: TOKEN_RESPONSE } }) });
 }

@@ -7,16 +7,7 @@ import { ApiError, badRequest, forbidden, unauthorized } from '../../control-pla
 import type { KeyResolver } from '../../control-plane/auth/keys.js';
 import { SESSION_COOKIE, SIGN_IN_FAILURES_PER_MINUTE, type BrowserSession, type BrowserSessions, type SignInLimiter } from '../../control-plane/auth/sessions.js';
 import { crossOrigin, requireCsrf, sessionCookie, viaHttps } from '../http/auth.js';
-import type { RateLimiter } from '../../control-plane/auth/rate-limit.js';
-import type { AccessTokens } from '../../control-plane/auth/tokens.js';
-
-/** What `POST {waves}/auth/token` mints with: the console's tokens count against the same per-key mint limit. */
-export interface SessionTokenMint {
-  tokens: AccessTokens;
-  /** The limiter of `POST {waves}/auth/token` (the same instance). */
-  limiter: RateLimiter;
-  perMinute: number;
-}
+import { TOKEN_LIMIT_MESSAGE, TOKEN_RESPONSE, type TokenMinter } from './auth-token.js';
 
 /** Lifetime of a token minted for the console: long enough for one request (a voice sample). */
 export const CONSOLE_TOKEN_TTL_SECONDS = 60;
@@ -26,8 +17,8 @@ export interface SessionRouteDeps {
   keys: KeyResolver;
   /** Failed sign-ins per client address. */
   signIns: SignInLimiter;
-  /** Access tokens for the console; without it `POST /auth/session/access-token` answers 503. */
-  mint?: SessionTokenMint;
+  /** The minter of `POST {waves}/auth/token`: the console's tokens count against the same per-key limit. */
+  minter: TokenMinter;
 }
 
 /** The cookie: script cannot read it (HttpOnly), other sites' requests do not carry it (SameSite=Strict). */
@@ -62,17 +53,6 @@ const sessionData = {
   },
 };
 const COOKIE_NOTE = 'Reads the `parley_session` cookie (401 without a live session).';
-/** The body of `POST {waves}/auth/token`, which this route answers with too. */
-const tokenData = {
-  type: 'object',
-  required: ['access_token', 'token_type', 'expires_in', 'expires_at'],
-  properties: {
-    access_token: { type: 'string', description: '`wat_...`: send as `Authorization: Bearer` to the inference API.' },
-    token_type: { const: 'Bearer' },
-    expires_in: { type: 'integer', const: CONSOLE_TOKEN_TTL_SECONDS },
-    expires_at: { type: 'string', format: 'date-time' },
-  },
-};
 
 async function currentSession(req: HttpRequest, sessions: BrowserSessions): Promise<{ token: string; session: BrowserSession }> {
   const token = sessionCookie(req);
@@ -129,18 +109,9 @@ export function sessionRoutes(server: HttpServer, prefix: string, deps: SessionR
     if (req.headers.authorization !== undefined) throw forbidden('This route takes the session cookie only; with an API key, use POST /auth/token of the inference API');
     const { session } = await currentSession(req, deps.sessions);
     requireCsrf(req, session);
-    const mint = deps.mint;
-    if (!mint) throw new ApiError(503, 'Access tokens are not available on this server');
-    const decision = mint.limiter.hit(session.keyId, mint.perMinute);
-    if (!decision.allowed) {
-      throw new ApiError(429, 'Too many access tokens minted; mint one per client session', { headers: { ...decision.headers, 'Retry-After': String(decision.retryAfterSec) } });
-    }
-    const { token, expiresAt } = mint.tokens.mint(session.keyId, CONSOLE_TOKEN_TTL_SECONDS);
-    return {
-      status: 201,
-      headers: { ...NO_STORE, ...decision.headers },
-      body: { access_token: token, token_type: 'Bearer', expires_in: CONSOLE_TOKEN_TTL_SECONDS, expires_at: expiresAt.toISOString() },
-    };
+    const minted = deps.minter.mint(session.keyId, CONSOLE_TOKEN_TTL_SECONDS);
+    if (minted.refused) throw new ApiError(429, TOKEN_LIMIT_MESSAGE, { headers: minted.headers });
+    return { status: 201, headers: { ...NO_STORE, ...minted.headers }, body: minted.body };
   }, {
     auth: 'none',
     maxBodyBytes: 1024,
@@ -150,7 +121,7 @@ export function sessionRoutes(server: HttpServer, prefix: string, deps: SessionR
         `plays voice samples with this token instead. It lives ${CONSOLE_TOKEN_TTL_SECONDS} s, acts as the session's key, and ` +
         'counts against the same per-key limit as `POST /auth/token` of the inference API (429 with Retry-After). ' +
         'Requests with an `Authorization` header are refused (403): API clients mint with their key there.',
-      response: { status: 201, description: 'The token, in the shape of the inference API\'s `POST /auth/token`.', schema: tokenData },
+      response: { status: 201, description: 'The token, in the shape of the inference API\'s `POST /auth/token`.', schema: { ...TOKEN_RESPONSE, properties: { ...TOKEN_RESPONSE.properties, expires_in: { type: 'integer', const: CONSOLE_TOKEN_TTL_SECONDS } } } },
     }),
   });
 }
