@@ -44,17 +44,23 @@ export class CallEvents {
     return { agentId, eventType, conversationType, callId };
   }
 
-  private async queue(tx: Tx, eventType: 'pre-conversation' | 'post-conversation' | 'analytics-completed', metadata: Record<string, unknown>): Promise<void> {
-    await enqueueEvent(tx, { orgId: this.info.orgId, agentId: this.info.agentId, callId: this.info.callId, eventType, metadata });
+  /** Queues the event for its webhooks; resolves to how many deliveries it queued (0: no webhook wants it). */
+  private async queue(tx: Tx, eventType: 'pre-conversation' | 'post-conversation' | 'analytics-completed', metadata: Record<string, unknown>): Promise<number> {
+    return enqueueEvent(tx, { orgId: this.info.orgId, agentId: this.info.agentId, callId: this.info.callId, eventType, metadata });
+  }
+
+  /** Wakes the dispatcher after a commit that queued deliveries (none queued: nothing to read, no store query). */
+  private notifyIf(queued: number): void {
+    if (queued > 0) this.notify();
   }
 
   /** Creates the call record (by `create`) and queues pre-conversation, in one transaction. */
   async begin(create: (tx: Tx) => Promise<unknown>): Promise<void> {
-    await this.db.transaction().execute(async (tx) => {
+    const queued = await this.db.transaction().execute(async (tx) => {
       await create(tx);
-      await this.queue(tx, 'pre-conversation', { ...this.base('pre-conversation'), toPhone: this.info.toNumber ?? '', fromPhone: this.info.fromNumber ?? '' });
+      return this.queue(tx, 'pre-conversation', { ...this.base('pre-conversation'), toPhone: this.info.toNumber ?? '', fromPhone: this.info.fromNumber ?? '' });
     });
-    this.notify();
+    this.notifyIf(queued);
   }
 
   /** Writes the final record with post-conversation, then computes analytics and queues analytics-completed. */
@@ -70,11 +76,11 @@ export class CallEvents {
       endTime: end.endedAt.toISOString(),
     };
     const transcript = end.transcript.map((t) => ({ role: t.role, content: t.content, timestamp: t.timestamp }));
-    await this.db.transaction().execute(async (tx) => {
+    const ended = await this.db.transaction().execute(async (tx) => {
       await updateCall(tx, this.info.callId, patch);
       // The record now holds the whole transcript: the per-turn rows of the running call go.
       if (patch.transcript) await clearTurns(tx, this.info.callId);
-      await this.queue(tx, 'post-conversation', {
+      return this.queue(tx, 'post-conversation', {
         ...this.base('post-conversation'),
         recordingUrl: patch.recordingMono ? recordingIdentifier(patch.recordingMono) : null,
         callData,
@@ -82,17 +88,17 @@ export class CallEvents {
         variables: end.variables,
       });
     });
-    this.notify();
+    this.notifyIf(ended);
 
     const analytics = await end.analyze();
-    await this.db.transaction().execute(async (tx) => {
+    const analyzed = await this.db.transaction().execute(async (tx) => {
       await updateCall(tx, this.info.callId, { metrics: { ...(patch.metrics ?? { turns: [] }), analytics } });
-      await this.queue(tx, 'analytics-completed', {
+      return this.queue(tx, 'analytics-completed', {
         ...this.base('analytics-completed'),
         callData,
         analytics: { summary: analytics.summary, dispositionMetrics: analytics.dispositionMetrics, successMetrics: analytics.successMetrics },
       });
     });
-    this.notify();
+    this.notifyIf(analyzed);
   }
 }
