@@ -274,8 +274,8 @@ export class CallTransfers {
         auth: line.auth,
         signal: abort.signal,
         headers: line.trunk ? (JSON.parse(line.trunk.headers) as Record<string, string>) : undefined,
+        onSent: () => void pacer.sent(source.route.paceKey, source.route.cps).catch(() => undefined), // the next slot from now
       });
-      void pacer.sent(source.route.paceKey, source.route.cps).catch(() => undefined); // the INVITE left: next slot from now
       const dialog = await dialing;
       const accepted = acceptAnswer(dialog.remoteSdp, offer);
       if (!accepted.ok) {

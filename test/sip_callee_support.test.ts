@@ -1,7 +1,6 @@
 // The outbound-call far ends (test/support/sip-callee.ts) proven against our own UAC: the sipp carrier's answer modes,
 // RTP echo, digest challenge and microsecond INVITE log under a paced burst of held calls; the baresip callee's answer,
 // its speech and its recording of ours.
-import { spawnSync } from 'node:child_process';
 import dgram from 'node:dgram';
 import { readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +14,7 @@ import { RtpSession } from '../telephony/media/session.js';
 import type { DialogDestroyInfo } from '../telephony/sip/dialog.js';
 import { SipError } from '../telephony/sip/message.js';
 import { SipStack } from '../telephony/sip/stack.js';
-import { baresipCallee, killCallees, startSippCarrier } from './support/sip-callee.js';
+import { baresipCallee, canRunRealtime, killCallees, startSippCarrier } from './support/sip-callee.js';
 import { PEER_HOST, sdpOffer, STACK_HOST } from './support/sip-peers.js';
 import { asteriskAudio } from './support/speech.js';
 
@@ -156,8 +155,7 @@ describe('sipp carrier', () => {
 
   it('logs 20 INVITEs sent 30 ms apart with their spacing to the millisecond, and holds the calls side by side', async () => {
     // SCHED_FIFO where allowed (as bench:outbound runs it): a sipp starved of CPU logs arrivals late, in bunches.
-    const realtime = spawnSync('chrt', ['-f', '20', 'true']).status === 0;
-    const carrier = await startSippCarrier({ answer: 'ok', holdMs: 400, calls: 20, timeoutS: 15, realtime });
+    const carrier = await startSippCarrier({ answer: 'ok', holdMs: 400, calls: 20, timeoutS: 15, realtime: canRunRealtime() });
     const numbers = Array.from({ length: 20 }, (_, i) => `+1555010${String(i).padStart(2, '0')}`);
     const sentAt: number[] = [];
     const calls: Promise<DialogDestroyInfo>[] = [];

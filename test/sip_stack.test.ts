@@ -431,10 +431,19 @@ describe('SIP stack against real peers', () => {
     expect(msgs.find((m) => m.method === 'BYE')!.headers.cseq).toBe('2 BYE');
   });
 
-  it('createUAC answers a 401 with digest (sipp verifies it); a wrong password ends in SipError 403', async () => {
+  it('createUAC answers a 401 with digest (sipp verifies it); a wrong password ends in SipError 403; onSent hears the first INVITE only', async () => {
     const scenario = writeScenario('uas-digest', authUasScenario());
     const run = await startSipp({ scenario, timeoutS: 15 });
-    const dialog = await stack.createUAC(`sip:bob@${PEER_HOST}:${run.port}`, { localSdp: OUR_SDP, auth: { username: 'alice', password: 's3cret' } });
+    const sent: number[] = [];
+    const dialog = await stack.createUAC(`sip:bob@${PEER_HOST}:${run.port}`, {
+      localSdp: OUR_SDP,
+      auth: { username: 'alice', password: 's3cret' },
+      onSent: () => sent.push(performance.now()),
+    });
+    const answeredAt = performance.now();
+    // Once (the digest retry is not reported), and before the answer.
+    expect(sent).toHaveLength(1);
+    expect(sent[0]!).toBeLessThan(answeredAt);
     await dialog.destroy();
     const result = await run.done;
     expect(result.code, result.output).toBe(0);

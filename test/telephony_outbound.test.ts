@@ -3,7 +3,7 @@
 // webhooks as the spec says for telephony_outbound), and cancel and retries.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createOrgKey, freshStore, runCliOn, sleep, startServer, mediaDialects, testDialects, type TestServer } from './support/server.js';
-import { baresipCallee, killCallees, startSippCarrier, type Arrival } from './support/sip-callee.js';
+import { baresipCallee, canRunRealtime, killCallees, startSippCarrier, type Arrival } from './support/sip-callee.js';
 import { callerScript } from './support/baresip.js';
 import { ASTERISK_SOUNDS_DIR } from '../bench/lib/asterisk-corpus.js';
 import { transcribe } from './support/phone-server.js';
@@ -280,6 +280,11 @@ describe('outbound calls after the telephony window', () => {
 
 /** Gaps between consecutive arrivals, ms. */
 const gapsOf = (arrivals: Arrival[]) => arrivals.slice(1).map((a, i) => a.at - arrivals[i]!.at);
+/**
+ * The carriers of the pacing tests run under SCHED_FIFO where allowed (CI runs as root): sipp logs an INVITE when it
+ * reads it, and with other suites loading both cores a starved sipp logged two INVITEs sent 204 ms apart 194 ms apart.
+ */
+const TIMED = canRunRealtime();
 
 /** Queues `n` calls from `fromNumber` to distinct numbers (+1555040xxxx from `first`); returns their ids in order. */
 async function queueCalls(server: TestServer, agentId: string, fromNumber: string, n: number, first: number, key?: string): Promise<string[]> {
@@ -300,7 +305,7 @@ describe.each(testDialects())('outbound pacing by cpsLimit on %s', (dialect) => 
   it('sends INVITEs to one carrier address no closer than 1000/cpsLimit ms, first in first out', async () => {
     const server = suite.server;
     const agentId = await workflowAgent(server, 'Hello.');
-    const carrier = await startSippCarrier({ answer: 486, calls: 8, timeoutS: 30 });
+    const carrier = await startSippCarrier({ answer: 486, calls: 8, timeoutS: 30, realtime: TIMED });
     const trunk = await outboundTrunk(server, carrier.port, { numbers: ['+15550200020'], cpsLimit: 5 });
     try {
       const ids = await queueCalls(server, agentId, '+15550200020', 8, 0);
@@ -322,7 +327,7 @@ describe.each(testDialects())('outbound pacing by cpsLimit on %s', (dialect) => 
     const added = await runCliOn(suite.store, 'numbers', ['add', '+15550200031', '--provider', 'carrier1', '--json']);
     expect(added.code, added.stderr).toBe(0);
     expect((await server.request('POST', `${A}/product/rent-number`, { body: { phoneNumber: '+15550200031' } })).status).toBe(200);
-    const carrier = await startSippCarrier({ port: carrierPort, answer: 486, calls: 8, timeoutS: 30 });
+    const carrier = await startSippCarrier({ port: carrierPort, answer: 486, calls: 8, timeoutS: 30, realtime: TIMED });
     const trunk = await outboundTrunk(server, carrierPort, { numbers: ['+15550200030'], cpsLimit: 10 });
     try {
       const ids: string[] = [];
@@ -397,7 +402,7 @@ describe.runIf(testDialects().includes('postgres'))('outbound pacing across two 
 
   it('keeps one cpsLimit for both: their INVITEs to the carrier stay 1000/cps apart, each call dialed once', async () => {
     const store = freshStore('postgres');
-    const carrier = await startSippCarrier({ answer: 486, calls: 12, timeoutS: 40 });
+    const carrier = await startSippCarrier({ answer: 486, calls: 12, timeoutS: 40, realtime: TIMED });
     // A Redis key prefix of this test's own is not needed: the pace key is the carrier's address, a port no other test uses.
     const env = { PARLEY_SIP_HOST: STACK_HOST, PARLEY_REDIS_URL: 'redis://127.0.0.1:6379' };
     const a = await startServer({ store, env });

@@ -21,8 +21,7 @@ import { linearToMuLaw } from '../../engine/audio/g711.js';
 import { SipStack } from '../../telephony/sip/stack.js';
 import type { Dialog } from '../../telephony/sip/dialog.js';
 import { freshStore, startServer, type StoreEnv, type TestServer } from '../../test/support/server.js';
-import { spawnSync } from 'node:child_process';
-import { startSippCarrier, type SippCarrier } from '../../test/support/sip-callee.js';
+import { canRunRealtime, startSippCarrier, type SippCarrier } from '../../test/support/sip-callee.js';
 import { PEER_HOST, STACK_HOST, sippMessages } from '../../test/support/sip-peers.js';
 import { intEnv, stopAndCollectProblems, UNCAPPED_SESSIONS } from './harness.js';
 import { printTable, quantile } from './report.js';
@@ -88,6 +87,9 @@ export interface PacingRun {
   maxInIntervalWindow: number;
   /** The most INVITEs in any [t, t + 1 s) (the limit there is cps). */
   maxInSecondWindow: number;
+  /** The gaps over 1000/cps + 5 ms: when (ms after the first INVITE) and how long, and when the last POST was answered. */
+  longGapsAt: Array<{ atMs: number; gapMs: number }>;
+  queuedAtMs: number;
   goals: { ratePct: boolean; minGap: boolean; secondWindow: boolean };
   error: string | null;
 }
@@ -208,7 +210,7 @@ async function pacingRun(ctx: PacingContext, dialect: 'sqlite' | 'postgres', pro
   const { cps, calls } = ctx;
   const run: PacingRun = {
     processes, store: dialect, cps, calls, invites: 0, distinctNumbers: 0, perProcess: [], finals: {}, queueMs: NaN, spanMs: NaN, achievedCps: NaN, achievedPct: NaN,
-    minGapMs: NaN, p1GapMs: NaN, p50GapMs: NaN, maxGapMs: NaN, shortGaps: 0, longGaps: 0, maxInIntervalWindow: 0, maxInSecondWindow: 0, goals: { ratePct: false, minGap: false, secondWindow: false }, error: null,
+    minGapMs: NaN, p1GapMs: NaN, p50GapMs: NaN, maxGapMs: NaN, shortGaps: 0, longGaps: 0, maxInIntervalWindow: 0, maxInSecondWindow: 0, longGapsAt: [], queuedAtMs: NaN, goals: { ratePct: false, minGap: false, secondWindow: false }, error: null,
   };
   const store: StoreEnv = freshStore(dialect);
   const servers: TestServer[] = [];
@@ -230,6 +232,7 @@ async function pacingRun(ctx: PacingContext, dialect: 'sqlite' | 'postgres', pro
       placeCall(servers[i % processes] as TestServer, { agentId, phoneNumber: `+1555041${String(runIndex * 1000 + i).padStart(4, '0')}`, fromNumber }, first.key),
     );
     run.queueMs = r1(performance.now() - t0);
+    const queuedEpoch = Date.now();
 
     // Wait on the carrier's log, not the API, so the servers do nothing else while they dial.
     const deadline = performance.now() + (calls / cps) * 2000 + 30_000;
@@ -251,6 +254,8 @@ async function pacingRun(ctx: PacingContext, dialect: 'sqlite' | 'postgres', pro
     run.maxGapMs = r2(gaps.length ? Math.max(...gaps) : NaN);
     run.shortGaps = gaps.filter((g) => g < 1000 / cps - GAP_ALLOWANCE_MS).length;
     run.longGaps = gaps.filter((g) => g > 1000 / cps + GAP_ALLOWANCE_MS).length;
+    run.longGapsAt = gaps.flatMap((g, i) => (g > 1000 / cps + GAP_ALLOWANCE_MS ? [{ atMs: r1((at[i] as number) - (at[0] as number)), gapMs: r1(g) }] : []));
+    run.queuedAtMs = r1(queuedEpoch - (at[0] ?? NaN));
     run.maxInIntervalWindow = maxInWindow(at, 1000 / cps);
     run.maxInSecondWindow = maxInWindow(at, 1000);
     run.goals = { ratePct: run.achievedPct >= GOAL_RATE_PCT, minGap: run.minGapMs >= 1000 / cps - GAP_ALLOWANCE_MS, secondWindow: run.maxInSecondWindow <= cps };
@@ -515,6 +520,11 @@ export function printOutbound(result: OutboundResult): void {
     ]),
     2,
   );
+  for (const r of result.pacing) {
+    if (!r.longGapsAt.length) continue;
+    const list = r.longGapsAt.map((g) => `${fmt(g.gapMs)} at ${fmt(g.atMs)}`).join(', ');
+    console.log(`  ${r.processes} process(es): gaps over ${fmt(1000 / cps + GAP_ALLOWANCE_MS)} ms (ms, at ms after the first INVITE; the last POST answered at ${fmt(r.queuedAtMs)}): ${list}`);
+  }
   const a = result.answer;
   if (a) {
     printTable(
@@ -545,9 +555,4 @@ export function printOutbound(result: OutboundResult): void {
     for (const l of s.problems.slice(0, 10)) console.log(`  ${l.slice(0, 300)}`);
   }
   if (result.failure) console.log(`\nOUTBOUND RUN FAILED: ${result.failure}`);
-}
-
-/** Whether sipp can run under SCHED_FIFO here (root, chrt present): its arrival times are then not late by load. */
-function canRunRealtime(): boolean {
-  return spawnSync('chrt', ['-f', '20', 'true']).status === 0;
 }

@@ -28,8 +28,8 @@ export interface OutboundQueueDeps {
   carrier: CarrierSettings;
   /** Calls that may wait per carrier address; beyond it 429 with Retry-After. */
   maxQueuedPerAddress: number;
-  /** Wakes this process's dialer after a call was queued. */
-  wake(): void;
+  /** Wakes this process's dialer after a call was queued on carrier key `paceKey`. */
+  wake(paceKey: string): void;
 }
 
 export interface QueuedOutbound {
@@ -142,7 +142,7 @@ export async function queueOutboundCall(deps: OutboundQueueDeps, actor: Actor, b
       isTest: opts.isTest,
     }),
   );
-  deps.wake();
+  deps.wake(route.paceKey);
   return { conversationId: callId, deprecated };
 }
 

@@ -63,10 +63,19 @@ export interface DialerDeps {
 /** How far ahead of real time the agent's audio goes to the media leg (as for inbound calls). */
 const PHONE_OUTPUT_LEAD_MS = 200;
 /**
- * A pace slot whose take took longer than this (a stalled event loop, a slow Redis) is not used: with slots 2% over
- * 1000/cps apart, a send this late still keeps within 5 ms of 1000/cps of the next sender's slot.
+ * A pace slot whose take took longer than this (a stalled event loop, a slow Redis), as a share of the interval, is
+ * not used. A slot answered later but within it is sent: the pacer's sent() (written in the same tick as the INVITE,
+ * long before the next slot is due) moves the next slot to an interval after this send, so the next sender, on any
+ * server, still keeps the interval. Measured with two servers at cps 50 (bench:outbound): during the burst of POSTs
+ * the answers came 4.3-6.4 ms after the ask, and the 4 ms bound this replaces left five slots a run unused.
  */
-const STALE_SLOT_MS = 4;
+const STALE_SLOT_SHARE = 0.5;
+/**
+ * Calls claimed and prepared ahead of the one waiting for its slot. Preparing takes store round trips and an RTP port;
+ * while the same server takes a burst of POSTs one preparation took 30-60 ms (bench:outbound, two servers), longer than
+ * the slot at cps 50, so with one call ahead slots went by with none ready.
+ */
+const LANE_AHEAD = 3;
 /** Ringing timeout when the trunk sets none. */
 const DEFAULT_RING_SECS = 60;
 const DEFAULT_MAX_CALL_SECS = 3600;
@@ -83,6 +92,8 @@ export function outcomeOf(status: number, o: { ringTimedOut: boolean }): Unanswe
 
 export class OutboundDialer {
   private readonly lanes = new Map<string, Promise<void>>();
+  /** Keys whose lane was woken while it ran: it claims once more before it stops. */
+  private readonly lookAgain = new Set<string>();
   private readonly ringing = new Map<string, Ringing>();
   private readonly calls = new Set<PhoneCall>();
   /** Calls this server has claimed and not yet closed or handed to a PhoneCall: the leases it renews. */
@@ -110,8 +121,17 @@ export class OutboundDialer {
     void this.sweep();
   }
 
-  /** A call was queued here: serve it now rather than at the next poll. */
-  wake(): void {
+  /**
+   * A call was queued here (on carrier key `paceKey`, when known): serve it now rather than at the next poll. When that
+   * key's lane runs, the lane claims the call itself: no sweep (its four store queries per POST were most of the store
+   * work while a burst of POSTs was answered, and the lanes' claims waited behind them); the lane is only told to look
+   * again before it stops.
+   */
+  wake(paceKey?: string): void {
+    if (paceKey !== undefined && this.lanes.has(paceKey)) {
+      this.lookAgain.add(paceKey);
+      return;
+    }
     void this.sweep();
   }
 
@@ -168,7 +188,11 @@ export class OutboundDialer {
         if (!this.lanes.has(key)) {
           const lane = this.lane(key)
             .catch((err: unknown) => this.deps.logger.error({ err: err instanceof Error ? err.message : String(err), key }, 'outbound dialer lane failed'))
-            .finally(() => this.lanes.delete(key));
+            .finally(() => {
+              this.lanes.delete(key);
+              // Woken after its last look: a sweep starts it again.
+              if (this.lookAgain.delete(key)) void this.sweep();
+            });
           this.lanes.set(key, lane);
         }
       }
@@ -185,31 +209,51 @@ export class OutboundDialer {
 
   /**
    * Serves one carrier address: claims the oldest queued call, prepares it (trunk, RTP port, offer), takes the address's
-   * next pace slot and sends the INVITE at it; then the next, until none is waiting. The call after the current one is
-   * claimed and prepared while the current one waits for its slot, so preparing (the store, an RTP port) never makes a
-   * slot late. The slot is taken once the call is ready, so a slow preparation never sends a call late against a slot
-   * the other calls are paced from; the INVITE goes out no sooner than one interval after this lane's previous one.
+   * next pace slot and sends the INVITE at it; then the next, until none is waiting. Up to LANE_AHEAD calls after the
+   * current one are claimed (in queue order) and prepared while it waits for its slot, so preparing (the store, an RTP
+   * port) does not make a slot late. The slot is taken once the call is ready, so a slow preparation never sends a call
+   * late against a slot the other calls are paced from; the INVITE goes out no sooner than one interval after this
+   * lane's previous one.
    */
   private async lane(key: string): Promise<void> {
     let lastSentAt = -Infinity;
     /** Organizations at their session cap, until when (performance.now()): their calls wait without holding up others'. */
     const capped = new Map<string, number>();
-    let next: Promise<Ready | null> = this.ready(key, capped);
+    /** Calls being claimed and prepared, oldest first; each claims after the one before it has (first in, first out). */
+    const ahead: Promise<Ready | null>[] = [];
+    let lastClaim: Promise<void> = Promise.resolve();
+    const topUp = () => {
+      while (!this.stopped && ahead.length < LANE_AHEAD) {
+        const next = this.ready(key, capped, lastClaim);
+        lastClaim = next.claimed;
+        ahead.push(next.ready);
+      }
+    };
     try {
-      while (!this.stopped) {
-        const call = await next;
-        if (!call) return;
-        next = this.stopped ? Promise.resolve(null) : this.ready(key, capped);
-        const sentAt = await this.sendAtSlot(key, call, lastSentAt);
-        if (sentAt !== null) lastSentAt = sentAt;
+      this.lookAgain.delete(key);
+      topUp();
+      for (;;) {
+        while (ahead.length) {
+          const call = await (ahead.shift() as Promise<Ready | null>);
+          // None was waiting at that claim: the ones after it may still have found calls queued since.
+          if (!call) continue;
+          topUp();
+          const sentAt = await this.sendAtSlot(key, call, lastSentAt);
+          if (sentAt !== null) lastSentAt = sentAt;
+        }
+        // A call queued after the last claim, while this lane ran (wake): claim again rather than leave it to the poll.
+        if (this.stopped || !this.lookAgain.delete(key)) break;
+        topUp();
       }
     } finally {
-      // Stopped with the next call ready: it was never sent, so it keeps its place in the queue.
-      const left = await next.catch(() => null);
-      if (left) {
-        void left.prepared.rtp.finish();
-        left.lease.release();
-        await this.requeue(left.row);
+      // Stopped with calls ready: they were never sent, so they keep their place in the queue.
+      for (const next of ahead.splice(0)) {
+        const left = await next.catch(() => null);
+        if (left) {
+          void left.prepared.rtp.finish();
+          left.lease.release();
+          await this.requeue(left.row);
+        }
       }
     }
   }
@@ -221,15 +265,24 @@ export class OutboundDialer {
   }
 
   /**
-   * Claims the next call of `key` that can start (its organization under its session cap) and prepares it; a call
-   * that cannot be prepared is recorded failed and the next one is tried. Null when none is waiting.
+   * Claims the next call of `key` that can start (its organization under its session cap), once `after` has (so calls
+   * are claimed in queue order), and prepares it; a call that cannot be prepared is recorded failed and the next one is
+   * tried. `ready` resolves null when none is waiting; `claimed` once the first claim is answered.
    */
-  private async ready(key: string, capped: Map<string, number>): Promise<Ready | null> {
+  private ready(key: string, capped: Map<string, number>, after: Promise<void>): { claimed: Promise<void>; ready: Promise<Ready | null> } {
+    let claimed!: () => void;
+    const claimedP = new Promise<void>((r) => (claimed = r));
+    const ready = after.then(() => this.claimAndPrepare(key, capped, claimed)).finally(() => claimed());
+    return { claimed: claimedP, ready };
+  }
+
+  private async claimAndPrepare(key: string, capped: Map<string, number>, claimed: () => void): Promise<Ready | null> {
     const { db, owner, limits } = this.deps;
     while (!this.stopped) {
       const now = performance.now();
       for (const [org, until] of capped) if (until <= now) capped.delete(org);
       const row = await claimNext(db, key, owner, [...capped.keys()]).catch(() => null);
+      claimed();
       if (!row) return null;
       this.held.add(row.call_id);
       let lease: Lease;
@@ -288,7 +341,7 @@ export class OutboundDialer {
           }
           // The slot's answer came late (this process stalled meanwhile): sent now, the INVITE could land just before
           // the next slot, which another server sends at on time. That slot goes unused; the call takes the next one.
-          if (performance.now() - asked <= STALE_SLOT_MS) break;
+          if (performance.now() - asked <= intervalMs(route.cps) * STALE_SLOT_SHARE) break;
           this.deps.logger.debug({ key, lateMs: performance.now() - asked }, 'outbound pace slot answered late; taking the next');
         }
       } catch (err) {
@@ -310,10 +363,11 @@ export class OutboundDialer {
         return null;
       }
       const sentAt = performance.now();
-      const placing = this.place(row, prepared, lease, ring).finally(() => this.placing.delete(placing));
+      // The next slot counts from when the INVITE has left (its send completed), not from here: on a machine short of
+      // CPU it left up to 23 ms after this point, and the next slot came that much early.
+      const onSent = () => void this.deps.pacer.sent(key, route.cps).catch(() => undefined);
+      const placing = this.place(row, prepared, lease, ring, onSent).finally(() => this.placing.delete(placing));
       this.placing.add(placing);
-      // The INVITE left now (place() sends it before its first await): the next slot counts from here.
-      void this.deps.pacer.sent(key, route.cps).catch(() => undefined);
       void moveOutbound(db, row.call_id, ['slotted'], 'dialing', owner).catch(() => undefined);
       return sentAt;
     } catch (err) {
@@ -336,7 +390,7 @@ export class OutboundDialer {
   }
 
   /** Sends the INVITE, rings, and on the answer runs the agent on the call; an unanswered outcome is recorded. */
-  private async place(row: OutboundRow, p: Prepared, lease: Lease, ring: Ringing): Promise<void> {
+  private async place(row: OutboundRow, p: Prepared, lease: Lease, ring: Ringing, onSent: () => void): Promise<void> {
     const { db, logger } = this.deps;
     const callId = row.call_id;
     let rtp: MediaLeg | null = p.rtp;
@@ -356,6 +410,7 @@ export class OutboundDialer {
         auth: p.auth,
         signal: ring.abort.signal,
         headers: p.trunk ? (JSON.parse(p.trunk.headers) as Record<string, string>) : undefined,
+        onSent,
       });
       dialing.catch(() => undefined); // settled below; not an unhandled rejection while the status is written
       await updateCall(db, callId, { status: 'processing' });

@@ -50,6 +50,8 @@ export interface OutgoingOptions {
   /** Put our Contact on the request. */
   contact?: boolean;
   onFlow?: (flow: Flow) => void;
+  /** The request's first transmission has left (its send completed); not called when it could not be sent. */
+  onSent?: () => void;
   onResponse: (res: SipIncomingResponse) => void;
 }
 
@@ -206,12 +208,22 @@ export class SipStack {
           fail(503, 'SIP stack closed');
         };
         this.pendingClients.add(onClose);
+        let firstSend = opts.onSent;
         const cn: Connection = {
           protocol: flow.transport.toUpperCase(),
-          send: (m) => this.sockets.send(flow, m, (err) => {
-            this.logger?.debug({ err: err.message, flow }, 'sip send failed');
-            tx.message(sip.makeResponse(raw, 503, 'Service Unavailable'));
-          }),
+          send: (m) => {
+            const onSent = firstSend;
+            firstSend = undefined; // retransmissions are not reported
+            this.sockets.send(
+              flow,
+              m,
+              (err) => {
+                this.logger?.debug({ err: err.message, flow }, 'sip send failed');
+                tx.message(sip.makeResponse(raw, 503, 'Service Unavailable'));
+              },
+              onSent,
+            );
+          },
           release: () => undefined,
         };
         const tx = this.transactions.createClientTransaction(cn, raw, (m) => {

@@ -156,14 +156,20 @@ export class SipSockets {
     return flow.transport === 'tcp' && this.conns.has(flowKey(flow.address, flow.port));
   }
 
-  /** Sends a message; `onError` hears of a failure to connect or write (UDP errors are rarely reported). */
-  send(flow: Flow, message: RawMessage, onError?: (err: Error) => void): void {
+  /**
+   * Sends a message; `onError` hears of a failure to connect or write (UDP errors are rarely reported), `onSent` of its
+   * bytes having left (the UDP send's or the TCP write's completion). That completion, not the call, is when the
+   * datagram went: on a loaded machine the sipp carrier logged INVITEs 3-15 ms after the send() call and within
+   * 0.1 ms of its completion.
+   */
+  send(flow: Flow, message: RawMessage, onError?: (err: Error) => void, onSent?: () => void): void {
     if (this.closed) return;
     const bytes = serialize(message);
     if (flow.transport === 'udp') {
       if (!this.udp) return onError?.(new Error('UDP is not enabled'));
       this.udp.send(bytes, flow.port, flow.address, (err) => {
         if (err) onError?.(err);
+        else onSent?.();
       });
       return;
     }
@@ -186,8 +192,10 @@ export class SipSockets {
       s.write(bytes, (err) => {
         s.off('error', fail);
         if (err) fail(err);
+        else onSent?.();
       });
-    } else socket.write(bytes);
+    } else if (onSent) socket.write(bytes, (err) => !err && onSent());
+    else socket.write(bytes);
     if (socket.writableLength > MAX_TCP_BACKLOG) socket.destroy();
   }
 

@@ -25,6 +25,12 @@ export interface UacOptions {
   signal?: AbortSignal;
   /** Each provisional response (100, 180, 183...). */
   onProvisional?: (res: SipIncomingResponse) => void;
+  /**
+   * The first INVITE has left (its send completed; not its digest retry): a pacer counts its next slot from this
+   * moment. The INVITE leaves after a resolved promise and a socket write, and on a machine short of CPU both lagged:
+   * counted from createUAC()'s return, the next slot came up to 23 ms early (two servers, cps 5, loaded machine).
+   */
+  onSent?: () => void;
 }
 
 export function createUAC(stack: SipStack, uri: string, opts: UacOptions): Promise<Dialog> {
@@ -144,8 +150,9 @@ export function createUAC(stack: SipStack, uri: string, opts: UacOptions): Promi
     };
 
     const send = (raw: RawMessage) => {
+      const first = !invite;
       invite = raw;
-      stack.sendRequest(raw, { target: opts.target, contact: true, onFlow: (f) => (inviteFlow = f), onResponse });
+      stack.sendRequest(raw, { target: opts.target, contact: true, onFlow: (f) => (inviteFlow = f), onSent: first ? opts.onSent : undefined, onResponse });
     };
 
     opts.signal?.addEventListener('abort', onAbort, { once: true });

@@ -1,7 +1,7 @@
 // Real far ends for outbound calls in tests: a sipp carrier (answers, refuses, rings, challenges; logs each INVITE's
 // arrival to the microsecond) and a baresip callee (auto-answers, plays a WAV or silence, records what it hears).
 // Each runs under `timeout` in its own process group, killed by stop() or by killCallees() when a test fails.
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -217,6 +217,15 @@ function finalCount(output: string, label: string): number {
 }
 
 /** A sipp UAS on PEER_HOST acting as a carrier for outbound calls; calls are handled concurrently. Resolves once it listens. */
+/**
+ * Whether sipp can run under SCHED_FIFO here (root, chrt present). Tests and benches that measure the spacing of
+ * INVITEs run the carrier so when they can: sipp timestamps an INVITE when it reads it, so on a loaded machine a
+ * starved sipp logs a gap shorter than the one sent.
+ */
+export function canRunRealtime(): boolean {
+  return spawnSync('chrt', ['-f', '20', 'true']).status === 0;
+}
+
 export async function startSippCarrier(o: CarrierOptions): Promise<SippCarrier> {
   const dir = mkdtempSync(path.join(tmpdir(), 'parley-carrier-'));
   const port = o.port ?? (await freePort(PEER_HOST));

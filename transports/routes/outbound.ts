@@ -34,7 +34,7 @@ export function outboundRoutes(server: HttpServer, prefix: string, ctx: RouteCon
   server.route('POST', `${c}/outbound`, async (req) => {
     const d = dialer();
     const queued = await queueOutboundCall(
-      { db: ctx.db, carrier: ctx.settings.carrier, maxQueuedPerAddress: deps.maxQueuedPerAddress, wake: () => d.wake() },
+      { db: ctx.db, carrier: ctx.settings.carrier, maxQueuedPerAddress: deps.maxQueuedPerAddress, wake: (key) => d.wake(key) },
       actorOf(req),
       req.json(),
       { isTest: (req.headers['x-test-call'] ?? '').toLowerCase() === 'true' },
