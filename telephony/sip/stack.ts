@@ -55,6 +55,11 @@ export interface OutgoingOptions {
   onResponse: (res: SipIncomingResponse) => void;
 }
 
+/** The flow to a target given by address. */
+function flowOf(target: SipTarget): Flow {
+  return { transport: target.transport ?? 'udp', address: target.address, port: target.port };
+}
+
 const NOT_IN_DIALOG = new Set(['BYE', 'INFO', 'UPDATE', 'PRACK']);
 
 /**
@@ -186,62 +191,62 @@ export class SipStack {
       const rs = sip.makeResponse(raw, status, reason);
       opts.onResponse(new SipIncomingResponse(rs, [], null));
     };
-    this.resolveFlow(raw, opts).then(
-      (flow) => {
-        if (this.closing) return fail(503, 'SIP stack closed');
-        if (!flow) return fail(503, 'No route to the destination');
-        opts.onFlow?.(flow);
-        const via = raw.method === 'CANCEL' && raw.headers.via?.length ? raw.headers.via : [this.via(flow)];
-        const { via: _old, ...rest } = raw.headers;
-        raw.headers = { via, ...rest };
-        if (opts.contact) raw.headers.contact = this.contactHeader(flow.transport);
-        raw.headers['max-forwards'] ??= '70';
-        raw.headers['user-agent'] ??= this.userAgent;
-        if (opts.routes?.length) raw.headers.route = opts.routes.join(', ');
-        if (raw.method === 'ACK') {
-          via[0]!.params.branch = `z9hG4bK${randomBytes(10).toString('hex')}`;
-          return this.sockets.send(flow, raw);
-        }
-        let finished = false;
-        const onClose = () => {
+    const dispatch = (flow: Flow | null): void => {
+      if (this.closing) return fail(503, 'SIP stack closed');
+      if (!flow) return fail(503, 'No route to the destination');
+      opts.onFlow?.(flow);
+      const via = raw.method === 'CANCEL' && raw.headers.via?.length ? raw.headers.via : [this.via(flow)];
+      const { via: _old, ...rest } = raw.headers;
+      raw.headers = { via, ...rest };
+      if (opts.contact) raw.headers.contact = this.contactHeader(flow.transport);
+      raw.headers['max-forwards'] ??= '70';
+      raw.headers['user-agent'] ??= this.userAgent;
+      if (opts.routes?.length) raw.headers.route = opts.routes.join(', ');
+      if (raw.method === 'ACK') {
+        via[0]!.params.branch = `z9hG4bK${randomBytes(10).toString('hex')}`;
+        return this.sockets.send(flow, raw);
+      }
+      let finished = false;
+      const onClose = () => {
+        finished = true;
+        fail(503, 'SIP stack closed');
+      };
+      this.pendingClients.add(onClose);
+      let firstSend = opts.onSent;
+      const cn: Connection = {
+        protocol: flow.transport.toUpperCase(),
+        send: (m) => {
+          const onSent = firstSend;
+          firstSend = undefined; // retransmissions are not reported
+          this.sockets.send(
+            flow,
+            m,
+            (err) => {
+              this.logger?.debug({ err: err.message, flow }, 'sip send failed');
+              tx.message(sip.makeResponse(raw, 503, 'Service Unavailable'));
+            },
+            onSent,
+          );
+        },
+        release: () => undefined,
+      };
+      const tx = this.transactions.createClientTransaction(cn, raw, (m) => {
+        if (finished && (m.status ?? 0) >= 300) return;
+        const meta = this.received.get(m);
+        const view = new SipIncomingResponse(m, meta?.lines ?? [], meta?.flow ?? null);
+        if (view.status >= 200) {
           finished = true;
-          fail(503, 'SIP stack closed');
-        };
-        this.pendingClients.add(onClose);
-        let firstSend = opts.onSent;
-        const cn: Connection = {
-          protocol: flow.transport.toUpperCase(),
-          send: (m) => {
-            const onSent = firstSend;
-            firstSend = undefined; // retransmissions are not reported
-            this.sockets.send(
-              flow,
-              m,
-              (err) => {
-                this.logger?.debug({ err: err.message, flow }, 'sip send failed');
-                tx.message(sip.makeResponse(raw, 503, 'Service Unavailable'));
-              },
-              onSent,
-            );
-          },
-          release: () => undefined,
-        };
-        const tx = this.transactions.createClientTransaction(cn, raw, (m) => {
-          if (finished && (m.status ?? 0) >= 300) return;
-          const meta = this.received.get(m);
-          const view = new SipIncomingResponse(m, meta?.lines ?? [], meta?.flow ?? null);
-          if (view.status >= 200) {
-            finished = true;
-            this.pendingClients.delete(onClose);
-          }
-          opts.onResponse(view);
-        });
-      },
-      (err) => {
-        this.logger?.warn({ err: err instanceof Error ? err.message : String(err) }, 'sip request routing failed');
-        fail(503, 'No route to the destination');
-      },
-    );
+          this.pendingClients.delete(onClose);
+        }
+        opts.onResponse(view);
+      });
+    };
+    // A known target is sent to at once: a paced INVITE leaves at its slot, not after the promise queue.
+    if (opts.target) return dispatch(flowOf(opts.target));
+    this.resolveFlow(raw, opts).then(dispatch, (err) => {
+      this.logger?.warn({ err: err instanceof Error ? err.message : String(err) }, 'sip request routing failed');
+      fail(503, 'No route to the destination');
+    });
   }
 
   /** @internal Sends a message as it is, outside any transaction (a re-sent ACK). */
@@ -294,7 +299,7 @@ export class SipStack {
 
   /** The flow for a request: the explicit target, else the first Route, else the Request-URI (DNS for hostnames). */
   private async resolveFlow(raw: RawMessage, opts: OutgoingOptions): Promise<Flow | null> {
-    if (opts.target) return { transport: opts.target.transport ?? 'udp', address: opts.target.address, port: opts.target.port };
+    if (opts.target) return flowOf(opts.target);
     const hop = opts.routes?.[0] ? /<([^>]*)>/.exec(opts.routes[0])?.[1] ?? opts.routes[0] : (raw.uri as string);
     const uri = sip.parseUri(hop);
     if (!uri) return null;
