@@ -92,5 +92,11 @@ describe.each(mediaDialects())('an inbound phone call on %s', (dialect) => {
     expect(metrics).toMatch(/^parley_sip_answer_seconds_count\{direction="inbound"\} 1$/m);
     expect(metrics).toMatch(/^parley_phone_calls\{direction="inbound"\} 0$/m);
     expect(metrics).toMatch(/^parley_rtp_output_underrun_seconds_total\{direction="inbound"\} \d/m);
+    // The send clock's timing: one interval per packet after the first (50 a second over a call of several seconds),
+    // most within 5 ms of 20 ms.
+    const bucket = (le: string) => Number(new RegExp(`^parley_rtp_send_interval_deviation_seconds_bucket\\{le="${le}",direction="inbound"\\} (\\d+)$`, 'm').exec(metrics)?.[1]);
+    const intervals = Number(/^parley_rtp_send_interval_deviation_seconds_count\{direction="inbound"\} (\d+)$/m.exec(metrics)?.[1]);
+    expect(intervals).toBeGreaterThan(100);
+    expect(bucket('0.005')).toBeGreaterThan(intervals / 2);
   }, 90_000);
 });

@@ -22,6 +22,12 @@ import { SrtpTransform } from './srtp.js';
 
 export const SAMPLE_RATE = 8000;
 export const FRAME_SAMPLES = 160;
+/**
+ * Upper bounds (ms) of the buckets counting how far each interval between two packets sent differs from 20 ms
+ * (RtpSessionStats.sendDeviation; the metric parley_rtp_send_interval_deviation_seconds). The last bucket is open.
+ */
+export const SEND_DEVIATION_BOUNDS_MS = [0.25, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 8, 10, 15, 20, 40] as const;
+
 /** Milliseconds of audio in one frame (and between two ticks of the send clock). */
 const FRAME_MS = (FRAME_SAMPLES * 1000) / SAMPLE_RATE;
 /** Longest packet accepted (samples): 240 ms of G.711. */
@@ -94,6 +100,12 @@ export interface RtpSessionStats extends JitterStats {
   underrunFrames: number;
   /** Send-clock ticks skipped after stalls. */
   skippedTicks: number;
+  /**
+   * Per SEND_DEVIATION_BOUNDS_MS bucket (and one more, past the last bound), how many intervals between two packets
+   * sent (timed at the send call, on the thread that sends) were that far from 20 ms: the send clock's own timing,
+   * without the network's or the receiver's.
+   */
+  sendDeviation: number[];
   latched: boolean;
   /** performance.now() of the last accepted packet, or null. */
   lastPacketAt: number | null;
@@ -134,6 +146,9 @@ export class RtpSession {
   private dtmfQueue: string[] = [];
   private dtmfOut: { plan: DtmfPacketPlan[]; index: number; tick: number; timestamp: number } | null = null;
   private dtmfGap = 0;
+
+  private readonly sendDeviation: number[] = new Array<number>(SEND_DEVIATION_BOUNDS_MS.length + 1).fill(0);
+  private lastSendAt: number | null = null;
 
   private readonly counters = {
     packetsIn: 0, packetsOut: 0, bytesIn: 0, bytesOut: 0, malformed: 0, srtpFailures: 0, ignored: 0, rtcpIn: 0, dtmfIn: 0, dtmfOut: 0, sendErrors: 0, underrunFrames: 0,
@@ -262,6 +277,7 @@ export class RtpSession {
       ...this.jitter.stats,
       ...this.counters,
       skippedTicks: this.clock.skipped,
+      sendDeviation: [...this.sendDeviation],
       latched: this.latched,
       lastPacketAt: this.lastPacketAt,
     };
@@ -458,14 +474,27 @@ export class RtpSession {
   private transmit(fields: { marker: boolean; payloadType: number; timestamp: number; payload: Buffer }): void {
     const direction = this.params!.direction ?? 'sendrecv';
     const dest = this.dest;
-    if (direction === 'recvonly' || direction === 'inactive' || !dest || dest.port === 0 || dest.address === '0.0.0.0' || dest.address === '::') return;
+    if (direction === 'recvonly' || direction === 'inactive' || !dest || dest.port === 0 || dest.address === '0.0.0.0' || dest.address === '::') {
+      this.lastSendAt = null; // a pause in sending (hold) is not the clock's deviation
+      return;
+    }
     let packet = encodeRtp({ ...fields, sequence: this.seq, ssrc: this.ssrc });
     this.seq = (this.seq + 1) & 0xffff;
     if (this.srtp) packet = this.srtp.protect(packet);
     this.counters.packetsOut++;
     this.counters.bytesOut += packet.length;
+    const now = performance.now();
+    if (this.lastSendAt !== null) this.sendDeviation[deviationBucket(Math.abs(now - this.lastSendAt - FRAME_MS))]!++;
+    this.lastSendAt = now;
     this.bound.socket.send(packet, dest.port, dest.address, (err) => {
       if (err) this.counters.sendErrors++;
     });
   }
+}
+
+/** The SEND_DEVIATION_BOUNDS_MS bucket of a deviation in ms (the last index: past every bound). */
+export function deviationBucket(ms: number): number {
+  let i = 0;
+  while (i < SEND_DEVIATION_BOUNDS_MS.length && ms > SEND_DEVIATION_BOUNDS_MS[i]!) i++;
+  return i;
 }
