@@ -334,7 +334,7 @@ export class OutboundDialer {
       try {
         while (!ring.canceled && !this.stopped) {
           const asked = performance.now();
-          const wait = await this.deps.pacer.take(key, route.cps);
+          const wait = this.deps.pacer.takeNow?.(key, route.cps) ?? (await this.deps.pacer.take(key, route.cps));
           if (wait > 0) {
             await until(performance.now() + wait);
             continue;

@@ -18,6 +18,12 @@ export interface Pacer {
    */
   take(key: string, cps: number): Promise<number>;
   /**
+   * take() answered at once, where the pace is in this process (LocalPacer): the sender can then send in the same run
+   * as the take. Awaiting take() put the INVITE behind the microtasks already queued (the next calls' store work):
+   * one process at cps 50 sent 2.1 ms (median) after its take, and the pace drifted by that.
+   */
+  takeNow?(key: string, cps: number): number;
+  /**
    * The call of the slot just taken has left (call it once the send completed): the next slot of `key` is at least an
    * interval less SEND_SLACK_MS from now. A sender late between taking its slot and sending cannot then have the next
    * sender (another process, on time) send much closer than the interval after it, while a send a little after its
@@ -77,6 +83,10 @@ export class LocalPacer implements Pacer {
   constructor(private readonly now: () => number = () => performance.now()) {}
 
   async take(key: string, cps: number): Promise<number> {
+    return this.takeNow(key, cps);
+  }
+
+  takeNow(key: string, cps: number): number {
     const interval = intervalMs(cps);
     const now = this.now();
     const next = this.next.get(key) ?? 0;
