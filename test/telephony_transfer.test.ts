@@ -182,7 +182,7 @@ describe.each(mediaDialects())('call transfers, on %s', (dialect) => {
       expect(call.transcript).toMatchObject([{ role: 'agent', content: HOLD_ON }]);
       // The caller heard the agent before it moved on.
       expect(await transcribe(server, result.heard as string)).toMatch(/transfer your call/);
-      expect(await transcribe(server, await target.recording())).toMatch(/hello world/);
+      expect(await transcribe(server, await target.recording())).toMatch(/hello\W+world/);
     } finally {
       await target.stop();
     }
@@ -210,7 +210,7 @@ describe.each(mediaDialects())('call transfers, on %s', (dialect) => {
       expect(target.log()).toMatch(/\+15550200103@/);
       const call = await callOf(server, agentId);
       expect(call).toMatchObject({ status: 'completed', endReason: 'transferred' });
-      expect(await transcribe(server, await target.recording())).toMatch(/hello world/);
+      expect(await transcribe(server, await target.recording())).toMatch(/hello\W+world/);
       // The caller heard the agent, then the target (apart: a long silence between the two can end recognition early).
       expect(await transcribe(server, span(result.heard as string, 0, 5))).toMatch(/transfer your call/);
       expect(await transcribe(server, span(result.heard as string, 5))).toMatch(/thank you for trying/);
@@ -279,13 +279,14 @@ describe.each(mediaDialects())('call transfers, on %s', (dialect) => {
       // The model was asked for the handoff with its prompt and the conversation so far.
       const asked = mock.requests.find((r) => JSON.stringify(r.body.messages).includes(PRIVATE));
       expect(asked, JSON.stringify(mock.requests.map((r) => r.body.messages))).toBeDefined();
-      expect(JSON.stringify(asked!.body.messages)).toMatch(/hello world/i);
+      expect(JSON.stringify(asked!.body.messages)).toMatch(/hello\W+world/i);
       expect(asked!.body.tools).toBeUndefined();
       // The target heard the written handoff, the public one, then the caller.
       // Recognised words in order; "connect" leaves room for the recognizer's variants of "now connected" (one run
-      // on a loaded machine failed the stricter pattern), and the message shows the whole text.
+      // on a loaded machine failed the stricter pattern), punctuation between words too (a CI run heard "hello,
+      // world."), and the message shows the whole text.
       const heardByTarget = await transcribe(server, await target.recording());
-      expect(heardByTarget, heardByTarget).toMatch(/about their order\b.*\bconnect.*\bhello world/);
+      expect(heardByTarget, heardByTarget).toMatch(/about their order\b.*\bconnect.*\bhello\W+world/);
       // The caller heard ringback between the agent's line and the public handoff, and not the private handoff.
       const blocks = blocksOfWav(result.heard as string);
       const ringing = blocks.filter(isRingback);

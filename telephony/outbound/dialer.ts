@@ -64,9 +64,9 @@ export interface DialerDeps {
 const PHONE_OUTPUT_LEAD_MS = 200;
 /**
  * A pace slot whose take took longer than this (a stalled event loop, a slow Redis), as a share of the interval, is
- * not used. A slot answered later but within it is sent: the pacer's sent() (written in the same tick as the INVITE,
- * long before the next slot is due) moves the next slot to an interval after this send, so the next sender, on any
- * server, still keeps the interval. Measured with two servers at cps 50 (bench:outbound): during the burst of POSTs
+ * not used. A slot answered later but within it is sent: the pacer's sent() (when the INVITE's send completed, long
+ * before the next slot is due) moves the next slot to the interval less 2 ms after this send, so the next sender, on
+ * any server, still keeps the interval. Measured with two servers at cps 50 (bench:outbound): during the burst of POSTs
  * the answers came 4.3-6.4 ms after the ask, and the 4 ms bound this replaces left five slots a run unused.
  */
 const STALE_SLOT_SHARE = 0.5;
