@@ -49,6 +49,7 @@ import { intEnv, stopAndCollectProblems, UNCAPPED_SESSIONS } from './lib/harness
 import { printTable, procCpuSeconds, quantile, resultPath } from './lib/report.js';
 import { CALLER_SENTENCES, closeCaller, createBenchAgent, isAssistantFinal, speechEndSamples } from './lib/voice-agent.js';
 import { outboundPhase, printOutbound } from './lib/outbound.js';
+import { diffHistograms, histogramQuantile, parseHistograms, type Histogram } from './lib/prom.js';
 
 const A = '/atoms/v1';
 const NUMBER = '+15550100';
@@ -358,34 +359,18 @@ async function webCall(server: TestServer, agentId: string, sentences: Buffer[],
 // Levels
 // ---------------------------------------------------------------------------------------------------------
 
-/** The server's counters of the phone leg (summed over directions), from GET /metrics. */
-type MediaCounters = { underrunS: number; skippedTicks: number; sendDeviation: Map<number, number> };
+type MediaCounters = { underrunS: number; skippedTicks: number; sendDeviation: Map<string, Histogram> };
 
+/** The server's counters of the phone leg (summed over directions), from GET /metrics. */
 async function mediaCounters(server: TestServer): Promise<MediaCounters> {
   const text = (await server.request('GET', '/metrics', { key: null })).text;
   const sum = (name: string) => [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))].reduce((a, m) => a + Number(m[1]), 0);
-  // The server's own send timing: cumulative bucket counts by upper bound (ms), both directions summed.
-  const sendDeviation = new Map<number, number>();
-  for (const m of text.matchAll(/^parley_rtp_send_interval_deviation_seconds_bucket\{le="([^"]+)",[^}]*\} (\S+)$/gm)) {
-    const le = m[1] === '+Inf' ? Infinity : Number(m[1]) * 1000;
-    sendDeviation.set(le, (sendDeviation.get(le) ?? 0) + Number(m[2]));
-  }
-  return { underrunS: sum('parley_rtp_output_underrun_seconds_total'), skippedTicks: sum('parley_rtp_clock_skipped_ticks_total'), sendDeviation };
-}
-
-/** A quantile of the intervals counted between two readings of the cumulative buckets, interpolated in its bucket. */
-function bucketQuantile(before: Map<number, number>, after: Map<number, number>, quantile: number): number {
-  const bounds = [...after.keys()].sort((a, b) => a - b);
-  const counts = bounds.map((le) => (after.get(le) ?? 0) - (before.get(le) ?? 0));
-  const total = counts.at(-1) ?? 0;
-  if (!total) return NaN;
-  const rank = quantile * total;
-  const i = counts.findIndex((c) => c >= rank);
-  const high = bounds[i]!;
-  const low = i === 0 ? 0 : bounds[i - 1]!;
-  if (!Number.isFinite(high)) return low; // past the last bound: at least that
-  const below = i === 0 ? 0 : counts[i - 1]!;
-  return low + ((high - low) * (rank - below)) / Math.max(1, counts[i]! - below);
+  return {
+    underrunS: sum('parley_rtp_output_underrun_seconds_total'),
+    skippedTicks: sum('parley_rtp_clock_skipped_ticks_total'),
+    // The server's own send timing (one series: no label splits it, so both directions are summed).
+    sendDeviation: parseHistograms(text, 'parley_rtp_send_interval_deviation_seconds', ''),
+  };
 }
 
 /** Turn metrics of the phone calls recorded since `seen` (call ids already read are skipped). */
@@ -490,7 +475,7 @@ async function phoneSide(t: Target, n: number, turns: number, speech: Buffer[], 
   const deviations = phone.results.flatMap((r) => r.deviations);
   const underrunS = r1((c1.underrunS - t.counters.underrunS) * 1000) / 1000;
   const skippedTicks = c1.skippedTicks - t.counters.skippedTicks;
-  const sendDeviationP99Ms = r1(bucketQuantile(t.counters.sendDeviation, c1.sendDeviation, 0.99));
+  const sendDeviationP99Ms = r1(histogramQuantile(diffHistograms(c1.sendDeviation, t.counters.sendDeviation).get(''), 0.99) * 1000);
   t.counters = c1;
   const held = phone.side.failed === 0 && underrunS === 0 && skippedTicks === 0;
   return { ...phone.side, mediaThread: t.mediaThread, deviationP99Ms: q(deviations, 0.99), deviationMaxMs: r1(deviations.length ? Math.max(...deviations) : NaN), sendDeviationP99Ms, underrunS, skippedTicks, held };

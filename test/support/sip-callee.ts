@@ -216,7 +216,6 @@ function finalCount(output: string, label: string): number {
   return Number(cells.at(-1)?.trim() ?? 0) || 0;
 }
 
-/** A sipp UAS on PEER_HOST acting as a carrier for outbound calls; calls are handled concurrently. Resolves once it listens. */
 /**
  * Whether sipp can run under SCHED_FIFO here (root, chrt present). Tests and benches that measure the spacing of
  * INVITEs run the carrier so when they can: sipp timestamps an INVITE when it reads it, so on a loaded machine a
@@ -226,6 +225,7 @@ export function canRunRealtime(): boolean {
   return spawnSync('chrt', ['-f', '20', 'true']).status === 0;
 }
 
+/** A sipp UAS on PEER_HOST acting as a carrier for outbound calls; calls are handled concurrently. Resolves once it listens. */
 export async function startSippCarrier(o: CarrierOptions): Promise<SippCarrier> {
   const dir = mkdtempSync(path.join(tmpdir(), 'parley-carrier-'));
   const port = o.port ?? (await freePort(PEER_HOST));
