@@ -35,7 +35,7 @@ export type FromMediaWorker =
 const NO_STATS: RtpSessionStats = {
   received: 0, frames: 0, lost: 0, late: 0, duplicate: 0, concealed: 0, trimmedSamples: 0, underruns: 0, packetsIn: 0, packetsOut: 0,
   bytesIn: 0, bytesOut: 0, malformed: 0, srtpFailures: 0, ignored: 0, rtcpIn: 0, dtmfIn: 0, dtmfOut: 0, sendErrors: 0, underrunFrames: 0,
-  skippedTicks: 0, sendDeviation: [], latched: false, lastPacketAt: null,
+  skippedTicks: 0, sendDeviation: { counts: [], sumMs: 0 }, latched: false, lastPacketAt: null,
 };
 
 type Waiter = { resolve: () => void; reject: (err: Error) => void };

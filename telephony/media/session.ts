@@ -101,11 +101,11 @@ export interface RtpSessionStats extends JitterStats {
   /** Send-clock ticks skipped after stalls. */
   skippedTicks: number;
   /**
-   * Per SEND_DEVIATION_BOUNDS_MS bucket (and one more, past the last bound), how many intervals between two packets
-   * sent (timed at the send call, on the thread that sends) were that far from 20 ms: the send clock's own timing,
-   * without the network's or the receiver's.
+   * How far each interval between two packets sent (timed at the send call, on the thread that sends) was from 20 ms:
+   * the send clock's own timing, without the network's or the receiver's. `counts` per SEND_DEVIATION_BOUNDS_MS
+   * bucket (and one more, past the last bound), `sumMs` of all of them.
    */
-  sendDeviation: number[];
+  sendDeviation: { counts: number[]; sumMs: number };
   latched: boolean;
   /** performance.now() of the last accepted packet, or null. */
   lastPacketAt: number | null;
@@ -147,7 +147,7 @@ export class RtpSession {
   private dtmfOut: { plan: DtmfPacketPlan[]; index: number; tick: number; timestamp: number } | null = null;
   private dtmfGap = 0;
 
-  private readonly sendDeviation: number[] = new Array<number>(SEND_DEVIATION_BOUNDS_MS.length + 1).fill(0);
+  private readonly sendDeviation = { counts: new Array<number>(SEND_DEVIATION_BOUNDS_MS.length + 1).fill(0), sumMs: 0 };
   private lastSendAt: number | null = null;
 
   private readonly counters = {
@@ -277,7 +277,7 @@ export class RtpSession {
       ...this.jitter.stats,
       ...this.counters,
       skippedTicks: this.clock.skipped,
-      sendDeviation: [...this.sendDeviation],
+      sendDeviation: { counts: [...this.sendDeviation.counts], sumMs: this.sendDeviation.sumMs },
       latched: this.latched,
       lastPacketAt: this.lastPacketAt,
     };
@@ -484,7 +484,11 @@ export class RtpSession {
     this.counters.packetsOut++;
     this.counters.bytesOut += packet.length;
     const now = performance.now();
-    if (this.lastSendAt !== null) this.sendDeviation[deviationBucket(Math.abs(now - this.lastSendAt - FRAME_MS))]!++;
+    if (this.lastSendAt !== null) {
+      const deviation = Math.abs(now - this.lastSendAt - FRAME_MS);
+      this.sendDeviation.counts[deviationBucket(deviation)]!++;
+      this.sendDeviation.sumMs += deviation;
+    }
     this.lastSendAt = now;
     this.bound.socket.send(packet, dest.port, dest.address, (err) => {
       if (err) this.counters.sendErrors++;
