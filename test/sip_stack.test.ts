@@ -26,6 +26,7 @@ import {
   writeScenario,
   type RawSipMessage,
 } from './support/sip-peers.js';
+import { canRunRealtime, startSippCarrier } from './support/sip-callee.js';
 
 const OUR_SDP = ['v=0', `o=- 7 7 IN IP4 ${STACK_HOST}`, 's=-', `c=IN IP4 ${STACK_HOST}`, 't=0 0', 'm=audio 41000 RTP/AVP 0 101', 'a=rtpmap:0 PCMU/8000', ''].join('\r\n');
 const REALM = 'parley.test';
@@ -457,6 +458,26 @@ describe('SIP stack against real peers', () => {
     expect(err).toBeInstanceOf(SipError);
     expect([err.status, err.reason]).toEqual([403, 'Forbidden']);
     expect((await run2.done).logs).toContain('AUTH false');
+  });
+
+  it('createUAC hands the INVITE to the socket inside the call, not on a later tick: sipp logs it while this thread is still blocked', async () => {
+    // The sip package sends a new transaction's first request on process.nextTick, and dgram resolves even an IP
+    // literal on one; a server busy with other work sent paced INVITEs 10-20 ms after their slot.
+    const carrier = await startSippCarrier({ answer: 486, calls: 1, timeoutS: 15, realtime: canRunRealtime() });
+    try {
+      const epochNow = () => performance.timeOrigin + performance.now();
+      const calledAt = epochNow();
+      const outcome = stack.createUAC(`sip:bob@${PEER_HOST}:${carrier.port}`, { localSdp: OUR_SDP, target: { address: PEER_HOST, port: carrier.port, transport: 'udp' } }).catch((e: unknown) => e);
+      // Block this thread before any tick or promise continuation can run, as a burst of request handlers does.
+      while (epochNow() < calledAt + 200);
+      const err = await outcome;
+      expect(err).toBeInstanceOf(SipError);
+      expect((err as SipError).status).toBe(486);
+      const [arrival] = await waitUntil(() => (carrier.arrivals().length ? carrier.arrivals() : false));
+      expect(arrival!.at - calledAt).toBeLessThan(100);
+    } finally {
+      await carrier.stop();
+    }
   });
 
   it('createUAC cancels through an AbortSignal: CANCEL after the 180, sipp answers 200 and 487, we ACK', async () => {

@@ -1,7 +1,7 @@
 // RTP port allocation over PARLEY_RTP_PORTS (default 10000-20000): even ports for RTP (the odd one above stays reserved
 // for RTCP), round-robin so a freed port is not reused at once, retrying the next one when another process holds it.
-import dgram from 'node:dgram';
-import { isIPv6 } from 'node:net';
+import type dgram from 'node:dgram';
+import { udpSocket } from '../net/udp.js';
 
 export const DEFAULT_RTP_PORTS = '10000-20000';
 
@@ -57,7 +57,7 @@ export class PortAllocator {
       this.cursor = (this.cursor + 1) % this.count;
       if (this.inUse.has(port)) continue;
       this.inUse.add(port);
-      const socket = dgram.createSocket({ type: isIPv6(address) ? 'udp6' : 'udp4' });
+      const socket = udpSocket(address); // a packet leaves inside send(), not after the queued promise continuations
       try {
         await new Promise<void>((resolve, reject) => {
           socket.once('error', reject);

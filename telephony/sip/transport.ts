@@ -5,6 +5,7 @@ import net from 'node:net';
 import type { Logger } from 'pino';
 import type { RawMessage } from 'sip';
 import { parseDatagram, serialize, StreamFramer, type Parsed } from './wire.js';
+import { sendNow, udpSocket } from '../net/udp.js';
 
 export type SipTransportName = 'udp' | 'tcp';
 
@@ -61,7 +62,7 @@ export class SipSockets {
   private async bind(port: number): Promise<void> {
     const { host } = this.opts;
     if (this.opts.udp) {
-      const udp = dgram.createSocket({ type: net.isIPv6(host) ? 'udp6' : 'udp4' });
+      const udp = udpSocket(host);
       this.udp = udp;
       await new Promise<void>((resolve, reject) => {
         udp.once('error', reject);
@@ -158,19 +159,15 @@ export class SipSockets {
 
   /**
    * Sends a message; `onError` hears of a failure to connect or write (UDP errors are rarely reported), `onSent` of its
-   * bytes having left (the UDP send's or the TCP write's completion). That completion, not the call, is when the
-   * datagram went: on a loaded machine the sipp carrier logged INVITEs 3-15 ms after the send() call and within
-   * 0.1 ms of its completion.
+   * bytes having left: a datagram the kernel took inside the call at once (sendNow), else at the UDP send's or the TCP
+   * write's completion. Not at the call itself: a datagram queued (or a TCP connection still opening) leaves later.
    */
   send(flow: Flow, message: RawMessage, onError?: (err: Error) => void, onSent?: () => void): void {
     if (this.closed) return;
     const bytes = serialize(message);
     if (flow.transport === 'udp') {
       if (!this.udp) return onError?.(new Error('UDP is not enabled'));
-      this.udp.send(bytes, flow.port, flow.address, (err) => {
-        if (err) onError?.(err);
-        else onSent?.();
-      });
+      sendNow(this.udp, bytes, flow.port, flow.address, onSent, onError);
       return;
     }
     if (!this.server) return onError?.(new Error('TCP is not enabled'));
@@ -180,6 +177,12 @@ export class SipSockets {
       socket = net.connect({ host: flow.address, port: flow.port });
       this.track(socket, flow.address, flow.port);
     }
+    let left = false;
+    const sent = (): void => {
+      if (left) return;
+      left = true;
+      onSent?.();
+    };
     if (onError) {
       let reported = false;
       const fail = (err: Error) => {
@@ -192,10 +195,12 @@ export class SipSockets {
       s.write(bytes, (err) => {
         s.off('error', fail);
         if (err) fail(err);
-        else onSent?.();
+        else sent();
       });
-    } else if (onSent) socket.write(bytes, (err) => !err && onSent());
+    } else if (onSent) socket.write(bytes, (err) => !err && sent());
     else socket.write(bytes);
+    // Written to the kernel inside write() (connected, nothing buffered): it left now, not at the callback's tick.
+    if (onSent && !socket.connecting && socket.writableLength === 0) sent();
     if (socket.writableLength > MAX_TCP_BACKLOG) socket.destroy();
   }
 
