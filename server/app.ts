@@ -53,6 +53,7 @@ import { MediaWorker } from '../telephony/media/remote.js';
 import { OutboundDialer } from '../telephony/outbound/dialer.js';
 import { CallTransfers } from '../telephony/transfer.js';
 import { LocalPacer, RedisPacer } from '../telephony/outbound/pacer.js';
+import { LoopReservations } from '../transports/http/loop-reservations.js';
 import { outboundRoutes, type OutboundRouteDeps } from '../transports/routes/outbound.js';
 import { campaignRoutes } from '../transports/routes/campaigns.js';
 import { useNonceSecret } from '../telephony/sip/digest.js';
@@ -89,11 +90,14 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   const publish = new PublishService(store.db, scanner, settings.scanBudgetMs, logger);
   const metrics = new HttpMetrics();
   const sessions = new BrowserSessions(store.db, keys, settings.sessionTtlSeconds);
+  // The outbound dialer's INVITE slots: a request does not start right before one (a burst of POSTs kept them late).
+  const reservations = new LoopReservations();
   const server = new HttpServer({
     logger,
     metrics,
     maxBodyBytes: settings.maxBodyBytes,
     authenticate: authenticator(keys, tokens, sessions, new RateLimiter(), settings.rateLimitPerMinute),
+    clearance: reservations,
   });
   const webhookSecrets = new WebhookSecretBox(loadMasterKey(settings.dataDir, settings.secretKey));
   const webhooks = new WebhookDispatcher(store.db, {
@@ -194,6 +198,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
         ringSecs: settings.outboundRingSecs,
         leaseMs: settings.outboundLeaseSecs * 1000,
         transfers,
+        reservations,
       })
     : null;
   outbound.dialer = dialer;

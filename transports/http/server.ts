@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { ApiError } from '../../control-plane/errors.js';
 import { renderError, type AuthMode, type Handler, type HttpRequest, type HttpResponse, type ResponseSink, type RouteOptions, type RouteRecord } from './types.js';
 import type { HttpMetrics } from './metrics.js';
+import { whenClear, type LoopClearance } from './loop-reservations.js';
 
 export interface HttpServerOptions {
   logger: Logger;
@@ -12,6 +13,8 @@ export interface HttpServerOptions {
   maxBodyBytes: number;
   /** Sets `req.auth` for routes whose options ask for a credential; throws ApiError to refuse. */
   authenticate(req: HttpRequest, mode: Exclude<AuthMode, 'none'>): Promise<void>;
+  /** Sends the event loop is kept free for (the outbound dialer's): a request starts after one that is near. */
+  clearance?: LoopClearance;
 }
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'del';
@@ -29,6 +32,12 @@ export class HttpServer {
   private readonly table: RouteRecord[] = [];
 
   constructor(private readonly opts: HttpServerOptions) {}
+
+  /** Undefined (no tick) unless a reserved send is near: then it resolves once the loop is clear of it. */
+  private clearance(): Promise<void> | undefined {
+    const first = this.opts.clearance?.clear();
+    return first ? whenClear(this.opts.clearance as LoopClearance, first) : undefined;
+  }
 
   /** The credential check of HTTP routes, for WebSocket upgrades. */
   /** True once drain() began: new sessions are refused. */
@@ -176,6 +185,7 @@ export class HttpServer {
     const run = async (): Promise<void> => {
       handling = true;
       try {
+        await this.clearance();
         const response = await handler(request);
         response.headers = { ...request.auth?.rateHeaders, ...response.headers };
         send(response);
@@ -186,6 +196,7 @@ export class HttpServer {
     /** The path, the credential and the declared size: everything checked before a byte of the body is kept. */
     const admit = async (): Promise<ApiError | null> => {
       try {
+        await this.clearance();
         if (malformedPath) throw new ApiError(400, 'Malformed percent-encoding in the request path');
         if (unmatched) throw new ApiError(404, 'Resource not found');
         if (options.auth !== 'none') await this.opts.authenticate(request, options.auth);
