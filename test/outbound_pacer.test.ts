@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { intervalMs, LocalPacer, ON_TIME_MS, RedisPacer, whenDue, type Pacer } from '../telephony/outbound/pacer.js';
+import { aheadMs, intervalMs, LocalPacer, ON_TIME_MS, RedisPacer, staleMs, until, whenDue, type Pacer } from '../telephony/outbound/pacer.js';
 
 const REDIS_URL = 'redis://127.0.0.1:6379';
 
@@ -169,8 +169,8 @@ describe('LocalPacer on a given clock', () => {
 });
 
 /** Starts the child script; resolves once it is connected, with a function that starts it and resolves to its send times. */
-async function startChild(prefix: string, key: string, count: number, cps: number): Promise<() => Promise<number[]>> {
-  const child = spawn('npx', ['tsx', 'test/support/pacer-child.ts', REDIS_URL, prefix, key, String(count), String(cps)], { stdio: ['pipe', 'pipe', 'inherit'] });
+async function startChild(prefix: string, key: string, count: number, cps: number, mode: 'take' | 'ahead' = 'take'): Promise<() => Promise<number[]>> {
+  const child = spawn('npx', ['tsx', 'test/support/pacer-child.ts', REDIS_URL, prefix, key, String(count), String(cps), mode], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout! });
   const next = () =>
     new Promise<string>((resolve, reject) => {
@@ -202,4 +202,56 @@ describe('RedisPacer across processes', () => {
     expect(span).toBeGreaterThanOrEqual(19 * 200 - 20);
     expect(span).toBeLessThan(19 * 200 + 400);
   }, 20_000);
+
+  it('keeps cps 20 on one key for two processes taking slots ahead (as the dialer does): about 51 ms apart, none closer than 45', async () => {
+    const prefix = freshPrefix();
+    const key = 'udp:ahead.example.com:5060';
+    const children = await Promise.all([startChild(prefix, key, 20, 20, 'ahead'), startChild(prefix, key, 20, 20, 'ahead')]);
+    const [first, second] = await Promise.all(children.map((go) => go()));
+    const merged = [...first!, ...second!].sort((a, b) => a - b);
+    expect(merged).toHaveLength(40);
+    const smallest = Math.min(...gaps(merged));
+    const span = merged[39]! - merged[0]!;
+    console.log(`RedisPacer ahead, 2 processes x 20 calls at cps 20: smallest gap ${smallest.toFixed(1)} ms, span ${span.toFixed(0)} ms`);
+    // Interval 51 ms: each process alone would send its 20 in about 1 s, side by side with the other's.
+    expect(smallest).toBeGreaterThanOrEqual(1000 / 20 - 5);
+    expect(span).toBeGreaterThanOrEqual(39 * intervalMs(20) - 20);
+    expect(span).toBeLessThan(39 * intervalMs(20) + 600);
+  }, 20_000);
+});
+
+describe('RedisPacer.takeAhead', () => {
+  it('takes a slot up to aheadMs before it is due and says when to send; a later slot waits until then', async () => {
+    const pacer = new RedisPacer(REDIS_URL, { prefix: freshPrefix() });
+    opened.push(pacer);
+    const key = 'udp:takeahead.example.com:5060';
+    const first = await pacer.takeAhead(key, 10);
+    expect('at' in first && first.at <= performance.now()).toBe(true); // nothing before it: due now
+    const second = await pacer.takeAhead(key, 10);
+    // Interval 102 ms, taken ahead by at most aheadMs(10) = 10 ms: not yet.
+    expect('wait' in second && second.wait > 80 && second.wait <= intervalMs(10) - aheadMs(10)).toBe(true);
+    await new Promise((r) => setTimeout(r, Math.ceil((second as { wait: number }).wait) + 1));
+    const asked = performance.now();
+    const third = await pacer.takeAhead(key, 10);
+    if (!('at' in third)) throw new Error(`not taken: ${JSON.stringify(third)}`);
+    // Taken ahead: its time is still to come (up to 10 ms after the ask), and it is the second slot after the first.
+    expect(third.at).toBeGreaterThan(asked);
+    expect(third.at - asked).toBeLessThanOrEqual(aheadMs(10) + 0.5);
+    expect(third.at - (first as { at: number }).at).toBeGreaterThan(intervalMs(10) - 5);
+    // A send 30 ms after that time (within staleMs) pushes the next slot to the interval less 2 ms after the send.
+    await until(third.at + 30);
+    await pacer.sent(key, 10);
+    const sentAt = performance.now();
+    const fourth = await pacer.takeAhead(key, 10);
+    if (!('wait' in fourth)) throw new Error('taken too soon');
+    expect(fourth.wait + (performance.now() - sentAt)).toBeGreaterThan(intervalMs(10) - 2 - aheadMs(10) - 5);
+  });
+
+  it("staleMs leaves the next sender's sent() the time to land before the slot after is taken ahead", () => {
+    for (const cps of [1, 5, 10, 50, 100]) {
+      expect(staleMs(cps) + aheadMs(cps)).toBeLessThan(intervalMs(cps));
+      expect(staleMs(cps)).toBeGreaterThan(0);
+    }
+    expect(staleMs(50)).toBeCloseTo(20.4 - 8.16 - 2, 6);
+  });
 });

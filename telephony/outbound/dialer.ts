@@ -32,7 +32,7 @@ import type { Dialog } from '../sip/dialog.js';
 import type { DigestClientCredentials } from '../sip/digest.js';
 import type { Selectable } from 'kysely';
 import type { SipTrunksTable } from '../../control-plane/store/schema.js';
-import { intervalMs, type Pacer } from './pacer.js';
+import { aheadMs, intervalMs, staleMs, until, type Pacer, type Slot } from './pacer.js';
 import type { LoopReservation, LoopReservations } from '../../transports/http/loop-reservations.js';
 import type { CallTransfers } from '../transfer.js';
 
@@ -66,19 +66,19 @@ export interface DialerDeps {
 /** How far ahead of real time the agent's audio goes to the media leg (as for inbound calls). */
 const PHONE_OUTPUT_LEAD_MS = 200;
 /**
- * A pace slot whose take took longer than this (a stalled event loop, a slow Redis), as a share of the interval, is
- * not used. A slot answered later but within it is sent: the pacer's sent() (when the INVITE's send completed, long
- * before the next slot is due) moves the next slot to the interval less 2 ms after this send, so the next sender, on
- * any server, still keeps the interval. Measured with two servers at cps 50 (bench:outbound): during the burst of POSTs
- * the answers came 4.3-6.4 ms after the ask, and the 4 ms bound this replaces left five slots a run unused.
- */
-const STALE_SLOT_SHARE = 0.5;
-/**
  * Calls claimed and prepared ahead of the one waiting for its slot. Preparing takes store round trips and an RTP port;
  * while the same server takes a burst of POSTs one preparation took 30-60 ms (bench:outbound, two servers), longer than
  * the slot at cps 50, so with one call ahead slots went by with none ready.
  */
 const LANE_AHEAD = 3;
+/**
+ * At intervals up to this, a lane's next call is marked as being dialed ('slotted') as soon as the call before it is,
+ * about two intervals before its INVITE; at longer intervals, once the call before it has its slot. The store write
+ * took 10-30 ms while two servers took a burst of POSTs (bench:outbound, PostgreSQL), longer than the 20.4 ms slot at
+ * cps 50: written after the previous INVITE, it made slots late. The cost: a server killed in that window closes
+ * the call as failed (server_stopped) instead of queueing it again; it is never dialed twice.
+ */
+const SLOTTING_EARLY_MS = 100;
 /** Ringing timeout when the trunk sets none. */
 const DEFAULT_RING_SECS = 60;
 const DEFAULT_MAX_CALL_SECS = 3600;
@@ -247,7 +247,9 @@ export class OutboundDialer {
           // None was waiting at that claim: the ones after it may still have found calls queued since.
           if (!call) continue;
           topUp();
-          const sentAt = await this.sendAtSlot(key, call, lastSentAt);
+          // The next call is marked as being dialed while this one waits for its slot (see SLOTTING_EARLY_MS).
+          const next = ahead[0];
+          const sentAt = await this.sendAtSlot(key, call, lastSentAt, () => void next?.then((n) => n && !this.stopped && this.slotting(n)));
           if (sentAt !== null) lastSentAt = sentAt;
         }
         // A call queued after the last claim, while this lane ran (wake): claim again rather than leave it to the poll.
@@ -261,6 +263,10 @@ export class OutboundDialer {
       for (const next of ahead.splice(0)) {
         const left = await next.catch(() => null);
         if (left) {
+          if (left.slotting) {
+            this.ringing.delete(left.row.call_id);
+            await left.slotting.moved.catch(() => undefined);
+          }
           void left.prepared.rtp.finish();
           left.lease.release();
           await this.requeue(left.row);
@@ -324,45 +330,76 @@ export class OutboundDialer {
     return null;
   }
 
-  /** Waits for a prepared call's pace slot and sends its INVITE; resolves to when it was sent (null: not sent). */
-  private async sendAtSlot(key: string, call: Ready, lastSentAt: number): Promise<number | null> {
+  /**
+   * Marks a prepared call as being dialed ('slotted'), once, before its slot, so that nothing is left to write between
+   * the slot and the INVITE (a cancel meanwhile flags it and aborts its Ringing; a crash meanwhile closes it as
+   * server_stopped, never dialed twice).
+   */
+  private slotting(call: Ready): NonNullable<Ready['slotting']> {
+    if (!call.slotting) {
+      const ring: Ringing = { abort: new AbortController(), canceled: false };
+      this.ringing.set(call.row.call_id, ring);
+      const moved = moveOutbound(this.deps.db, call.row.call_id, ['claimed'], 'slotted', this.deps.owner);
+      moved.catch(() => undefined); // awaited by the call's send (or the lane's stop)
+      call.slotting = { ring, moved };
+    }
+    return call.slotting;
+  }
+
+  /**
+   * Waits for a prepared call's pace slot and sends its INVITE; resolves to when it was sent (null: not sent).
+   * `slotNext` marks the lane's next call as being dialed: called once this call is (at intervals up to
+   * SLOTTING_EARLY_MS), else once its slot is taken.
+   */
+  private async sendAtSlot(key: string, call: Ready, lastSentAt: number, slotNext: () => void): Promise<number | null> {
     const { db, owner } = this.deps;
     const { row, route, prepared, lease } = call;
-    const ring: Ringing = { abort: new AbortController(), canceled: false };
+    const { ring, moved } = this.slotting(call);
     // This lane's reservation of the event loop at its next slot (made at the previous send, so that the requests held
     // back by that one, resuming together, do not run into this slot: see laneSlots).
     let reservation = this.laneSlots.get(key);
     this.laneSlots.delete(key);
     try {
-      // The call is marked as being dialed before its slot, so that nothing is left to write between the slot and
-      // the INVITE (a cancel meanwhile flags it; a crash meanwhile closes it as server_stopped, never dialed twice).
-      if (!(await moveOutbound(db, row.call_id, ['claimed'], 'slotted', owner))) {
+      if (!(await moved)) {
+        this.ringing.delete(row.call_id);
         void prepared.rtp.finish(); // canceled since it was claimed (the cancel recorded it)
         lease.release();
         this.held.delete(row.call_id);
         return null;
       }
-      this.ringing.set(row.call_id, ring);
-      // The slot is taken when it is due, right before the INVITE, so a stall of this process before the take
-      // cannot send it late against a slot the other servers already count from.
+      const early = intervalMs(route.cps) <= SLOTTING_EARLY_MS;
+      if (early) slotNext();
+      // The slot is taken when it is due (taken ahead across servers: see Pacer.takeAhead), right before the INVITE,
+      // so a stall of this process before the take cannot send it late against a slot the other servers count from.
+      // This lane sends no sooner than an interval after its previous INVITE.
       const earliest = lastSentAt + intervalMs(route.cps);
       const at = Math.max(performance.now(), earliest);
       if (reservation) reservation.move(at);
       else reservation = this.deps.reservations?.reserve(at);
-      await until(earliest);
+      await until(earliest - (this.deps.pacer.takeNow ? 0 : aheadMs(route.cps)));
       try {
         while (!ring.canceled && !this.stopped) {
-          const asked = performance.now();
-          const wait = this.deps.pacer.takeNow?.(key, route.cps) ?? (await this.deps.pacer.take(key, route.cps));
-          if (wait > 0) {
-            reservation?.move(performance.now() + wait);
-            await until(performance.now() + wait);
+          // In this process the take is synchronous (the INVITE leaves in the same run); across servers (Redis) the
+          // slot is taken ahead of its time, so that the answer's way back does not make the INVITE late.
+          const now = performance.now();
+          const local = this.deps.pacer.takeNow?.(key, route.cps);
+          const slot: Slot = local === undefined ? await this.deps.pacer.takeAhead(key, route.cps) : local > 0 ? { wait: local } : { at: now };
+          if ('wait' in slot) {
+            reservation?.move(performance.now() + slot.wait);
+            await until(performance.now() + slot.wait);
             continue;
           }
-          // The slot's answer came late (this process stalled meanwhile): sent now, the INVITE could land just before
-          // the next slot, which another server sends at on time. That slot goes unused; the call takes the next one.
-          if (performance.now() - asked <= intervalMs(route.cps) * STALE_SLOT_SHARE) break;
-          this.deps.logger.debug({ key, lateMs: performance.now() - asked }, 'outbound pace slot answered late; taking the next');
+          if (!early) slotNext();
+          const sendAt = Math.max(slot.at, earliest);
+          if (sendAt > performance.now()) {
+            reservation?.move(sendAt);
+            await until(sendAt);
+          }
+          // This process stalled past its slot: sent now, the INVITE could land just before the next slot, which
+          // another server may already hold. That slot goes unused; the call takes the next one.
+          const late = performance.now() - slot.at;
+          if (late <= staleMs(route.cps)) break;
+          this.deps.logger.debug({ key, lateMs: late }, 'outbound pace slot passed while this server stalled; taking the next');
         }
       } catch (err) {
         // The pace cannot be kept (Redis is down): the call waits in the queue rather than fail undialed.
@@ -561,16 +598,6 @@ interface Ringing {
   canceled: boolean;
 }
 
-/**
- * Resolves at `at` (performance.now() scale), never before: a timer to about 2 ms before it, then event-loop turns, so
- * an INVITE leaves within a fraction of a millisecond of its pace slot instead of a timer's millisecond of lateness.
- */
-async function until(at: number): Promise<void> {
-  const coarse = at - performance.now() - 2;
-  if (coarse > 0) await sleep(Math.floor(coarse));
-  while (performance.now() < at) await new Promise<void>((r) => setImmediate(r));
-}
-
 /** A call that could not be placed, with the `callFailureReason` it gets. */
 export class DialFailure extends Error {}
 
@@ -612,6 +639,8 @@ interface Ready {
   route: DialRoute;
   prepared: Prepared;
   lease: Lease;
+  /** Once started (OutboundDialer.slotting): its move to 'slotted' and its Ringing. */
+  slotting?: { moved: Promise<boolean>; ring: Ringing };
 }
 
 /** What a claimed call needs to be sent at its pace slot. */

@@ -10,6 +10,9 @@ import { Redis } from 'ioredis';
  * of its key intervalMs(cps) after it. When callers pass different `cps` for one key, each take spaces the slot after
  * it by its own `cps` (callers wanting the lowest limit among trunks pass it).
  */
+/** takeAhead's answer: the slot is this process's, send at `at` (performance.now() scale); or ask again in `wait` ms. */
+export type Slot = { at: number } | { wait: number };
+
 export interface Pacer {
   /**
    * Takes the slot of `key` only if it is due now (resolves 0: send at once), else takes nothing and resolves to the ms
@@ -23,6 +26,14 @@ export interface Pacer {
    * one process at cps 50 sent 2.1 ms (median) after its take, and the pace drifted by that.
    */
   takeNow?(key: string, cps: number): number;
+  /**
+   * Takes the slot of `key` up to aheadMs(cps) before it is due, so that a slow way back of the answer (a busy event
+   * loop reads it late: 3-12 ms while two servers took a burst of POSTs) falls in the wait instead of making the send
+   * late: resolves `{ at }`, when to send. A slot further off is not taken: `{ wait }`, the ms until asking again. The
+   * sender sends at `at` and calls sent(); one that finds itself more than staleMs(cps) past `at` must not send (the
+   * next slot may be taken before its sent() can move it): the slot goes unused.
+   */
+  takeAhead(key: string, cps: number): Promise<Slot>;
   /**
    * The call of the slot just taken has left (call it once the send completed): the next slot of `key` is at least an
    * interval less SEND_SLACK_MS from now. A sender late between taking its slot and sending cannot then have the next
@@ -61,6 +72,27 @@ const TAKE_EARLY_MS = 0.5;
  */
 export const ON_TIME_MS = 2;
 
+/** How far ahead of its due time takeAhead may take a slot: 40% of the interval, at most 10 ms (8.2 ms at cps 50). */
+export function aheadMs(cps: number): number {
+  return Math.min(10, intervalMs(cps) * 0.4);
+}
+
+/**
+ * The time a sent() needs to reach the pace (a Redis write from the send's own run: loopback or a LAN, well under a
+ * millisecond) before the next slot may be taken ahead, with room to spare.
+ */
+const SENT_TRANSIT_MS = 2;
+
+/**
+ * How late after its slot's `at` a sender may still send. Another sender takes the next slot aheadMs before it is due;
+ * this sender's sent() must have moved that slot before then: a send at most the interval less aheadMs less
+ * SENT_TRANSIT_MS late does (10.2 ms at cps 50, 192 ms at cps 5), so the next send, on any server, is still at least the
+ * interval less SEND_SLACK_MS after this one.
+ */
+export function staleMs(cps: number): number {
+  return intervalMs(cps) - aheadMs(cps) - SENT_TRANSIT_MS;
+}
+
 /** The time between two slots at `cps` calls per second, in ms. */
 export function intervalMs(cps: number): number {
   if (!Number.isFinite(cps) || cps <= 0) throw new RangeError(`cps must be a positive number, not ${cps}`);
@@ -75,6 +107,32 @@ export async function whenDue(pacer: Pacer, key: string, cps: number): Promise<n
   return performance.now() - start;
 }
 
+/**
+ * Takes `key`'s slot ahead (takeAhead) and resolves at its time, as a sender does (then sends and calls sent());
+ * resolves false when it woke more than staleMs past the slot (the slot goes unused: take another).
+ */
+export async function atSlot(pacer: Pacer, key: string, cps: number): Promise<boolean> {
+  for (;;) {
+    const slot = await pacer.takeAhead(key, cps);
+    if ('wait' in slot) {
+      await sleep(Math.ceil(slot.wait));
+      continue;
+    }
+    await until(slot.at);
+    return performance.now() - slot.at <= staleMs(cps);
+  }
+}
+
+/**
+ * Resolves at `at` (performance.now() scale), never before: a timer to about 2 ms before it, then event-loop turns, so
+ * a send comes within a fraction of a millisecond of its slot instead of a timer's millisecond of lateness.
+ */
+export async function until(at: number): Promise<void> {
+  const coarse = at - performance.now() - 2;
+  if (coarse > 0) await sleep(Math.floor(coarse));
+  while (performance.now() < at) await new Promise<void>((r) => setImmediate(r));
+}
+
 /** The pace of one process, on the monotonic clock (`now`: a clock for tests). */
 export class LocalPacer implements Pacer {
   /** Per key, the earliest time (performance.now()) the next slot may have. */
@@ -84,6 +142,13 @@ export class LocalPacer implements Pacer {
 
   async take(key: string, cps: number): Promise<number> {
     return this.takeNow(key, cps);
+  }
+
+  /** In one process the take is synchronous: nothing to hide, so a slot is taken only when due (as takeNow). */
+  async takeAhead(key: string, cps: number): Promise<Slot> {
+    const at = this.now();
+    const wait = this.takeNow(key, cps);
+    return wait > 0 ? { wait } : { at };
   }
 
   takeNow(key: string, cps: number): number {
@@ -107,18 +172,20 @@ export class LocalPacer implements Pacer {
 
 // KEYS[1]: the key holding the next free slot (ms since the epoch, Redis time); ARGV[1]: the interval; ARGV[2]: how
 // early a slot may be taken; ARGV[3]: how late it may be taken and still count as on time (ON_TIME_MS). The slot is
-// taken only when it is due (returns 0); otherwise the wait (as a string: Redis would truncate a Lua number to an
-// integer), and nothing changes. The next slot counts from the due time when taken on time (the pace does not drift by
-// the polling delay) and from now when taken later (no two sends much closer than the interval).
+// taken when it is due within ARGV[2]: returns '0 <slot> <ms until it is due>' (negative: already due); otherwise the
+// ms until it may be taken (as a string: Redis would truncate a Lua number to an integer), and nothing changes. The next
+// slot counts from the due time when taken on time (the pace does not drift by the polling delay) and from now when
+// taken later (no two sends much closer than the interval).
 const TAKE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 local nxt = tonumber(redis.call('GET', KEYS[1]) or '0')
-if nxt > now + tonumber(ARGV[2]) then return string.format('%.3f', nxt - now) end
+local early = tonumber(ARGV[2])
+if nxt > now + early then return string.format('%.3f', nxt - now - early) end
 local slot = nxt
 if now - nxt > tonumber(ARGV[3]) then slot = now end
-redis.call('SET', KEYS[1], string.format('%.3f', slot + tonumber(ARGV[1])), 'PX', math.ceil(tonumber(ARGV[1])) + 1000)
-return '0 ' .. string.format('%.3f', slot)
+redis.call('SET', KEYS[1], string.format('%.3f', slot + tonumber(ARGV[1])), 'PX', math.ceil(tonumber(ARGV[1]) + early) + 1000)
+return '0 ' .. string.format('%.3f', slot) .. ' ' .. string.format('%.3f', slot - now)
 `;
 
 // After a late send: the next slot is at least ARGV[1] (Redis time: the slot taken plus the sender's lateness plus the
@@ -141,7 +208,10 @@ interface PaceCommands {
 
 /** The pace shared by every process on one Redis: one key per carrier key under `prefix` (default `parley:pace:`). */
 export class RedisPacer implements Pacer {
-  /** Per key, the slot this process took last (Redis time) and when it asked for it (performance.now()). */
+  /**
+   * Per key, the slot this process took last: its Redis time, and the same moment on this process's clock
+   * (performance.now(); for a take answered at once, when it was asked for).
+   */
   private readonly taken = new Map<string, { slot: number; at: number }>();
   private readonly redis: Redis & PaceCommands;
   private readonly owned: boolean;
@@ -158,15 +228,30 @@ export class RedisPacer implements Pacer {
   }
 
   async take(key: string, cps: number): Promise<number> {
-    const asked = performance.now();
-    const reply = await this.redis.parleyPaceTake(this.prefix + key, String(intervalMs(cps)), String(TAKE_EARLY_MS), String(ON_TIME_MS));
-    if (!reply.startsWith('0 ')) return Number(reply);
-    this.taken.set(key, { slot: Number(reply.slice(2)), at: asked });
-    return 0;
+    const slot = await this.takeWithin(key, cps, TAKE_EARLY_MS);
+    return 'wait' in slot ? slot.wait : 0;
+  }
+
+  takeAhead(key: string, cps: number): Promise<Slot> {
+    return this.takeWithin(key, cps, aheadMs(cps));
   }
 
   /**
-   * Only a send more than SEND_SLACK_MS after its take was asked for moves the next slot: to the slot's Redis time plus
+   * The slot's time on this clock is the ask plus its wait in Redis: the ask reaches Redis at once (it is written in
+   * this run), while the answer may wait unread behind the event loop. A slot already due counts from the ask.
+   */
+  private async takeWithin(key: string, cps: number, early: number): Promise<Slot> {
+    const asked = performance.now();
+    const reply = await this.redis.parleyPaceTake(this.prefix + key, String(intervalMs(cps)), String(early), String(ON_TIME_MS));
+    if (!reply.startsWith('0 ')) return { wait: Number(reply) };
+    const [, slot, dueIn] = reply.split(' ').map(Number) as [number, number, number];
+    const at = asked + Math.max(0, dueIn);
+    this.taken.set(key, { slot, at });
+    return { at };
+  }
+
+  /**
+   * Only a send more than SEND_SLACK_MS after its slot's local time moves the next slot: to the slot's Redis time plus
    * that lateness (this process's clock, so a stall while Redis's answer waited unread counts too; the round trip is in
    * it) plus the interval less SEND_SLACK_MS. An on-time send costs no round trip, and the delay of this message itself
    * does not count.

@@ -1,10 +1,12 @@
 // A process for the cross-process pacing test: connects a RedisPacer, warms up, prints `ready`, and on a line on stdin
 // sends COUNT paced "calls" on one key at CPS, then prints their send times (epoch ms, sub-ms) as one JSON line.
-// Usage: tsx test/support/pacer-child.ts REDIS_URL PREFIX KEY COUNT CPS
+// MODE `take` takes each slot when it is due (whenDue); `ahead` takes it ahead and sends at its time, as the dialer does
+// (atSlot, then sent()), one call after another.
+// Usage: tsx test/support/pacer-child.ts REDIS_URL PREFIX KEY COUNT CPS [MODE]
 import { createInterface } from 'node:readline';
-import { RedisPacer, whenDue } from '../../telephony/outbound/pacer.js';
+import { atSlot, RedisPacer, whenDue } from '../../telephony/outbound/pacer.js';
 
-const [url, prefix, key, count, cps] = process.argv.slice(2) as [string, string, string, string, string];
+const [url, prefix, key, count, cps, mode = 'take'] = process.argv.slice(2) as [string, string, string, string, string, string?];
 const pacer = new RedisPacer(url, { prefix });
 // Warm up on another key (connection, scripts in Redis's cache, timers, this code path), so the first timed call is
 // not late by a cold start.
@@ -13,11 +15,23 @@ console.log('ready');
 const lines = createInterface({ input: process.stdin });
 await new Promise((resolve) => lines.once('line', resolve));
 lines.close();
-const sent = await Promise.all(
-  Array.from({ length: Number(count) }, async () => {
-    await whenDue(pacer, key, Number(cps));
-    return performance.timeOrigin + performance.now();
-  }),
-);
+async function ahead(): Promise<number[]> {
+  const times: number[] = [];
+  while (times.length < Number(count)) {
+    if (!(await atSlot(pacer, key, Number(cps)))) continue;
+    times.push(performance.timeOrigin + performance.now());
+    void pacer.sent(key, Number(cps));
+  }
+  return times;
+}
+const sent =
+  mode === 'ahead'
+    ? await ahead()
+    : await Promise.all(
+        Array.from({ length: Number(count) }, async () => {
+          await whenDue(pacer, key, Number(cps));
+          return performance.timeOrigin + performance.now();
+        }),
+      );
 console.log(JSON.stringify(sent));
 await pacer.close();
