@@ -183,8 +183,13 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   // Digest nonces are signed with a secret in the store, so a challenge one server made is good at every other.
   if (settings.sip.port !== null) useNonceSecret(await loadSigningSecret(store.db, 'sip_digest_nonce_key'));
   const sip = settings.sip.port === null ? null : await SipStack.start({ host: settings.sip.host, port: settings.sip.port, publicAddress: settings.sip.publicAddress, logger });
-  const media = settings.sip.mediaThread === 'worker' ? new MediaWorker(settings.sip.rtpPorts) : mainThreadLegs(new PortAllocator(settings.sip.rtpPorts));
-  if (sip && media instanceof MediaWorker) await media.start();
+  const media = settings.sip.mediaThread === 'worker' ? new MediaWorker(settings.sip.rtpPorts, settings.sip.mediaPriority) : mainThreadLegs(new PortAllocator(settings.sip.rtpPorts));
+  if (sip && media instanceof MediaWorker) {
+    await media.start();
+    const p = media.priority;
+    if (p?.reason) logger.info({ priority: p.priority, reason: p.reason }, 'media thread: realtime scheduling not permitted here, normal priority');
+    else logger.info({ priority: p?.priority }, 'media thread priority');
+  }
   const telephonyMetrics = new TelephonyMetrics(metrics.registry);
   // Outbound calls: paced per carrier address in this process, or with every server sharing PARLEY_REDIS_URL.
   const pacer = sip ? (settings.redisUrl ? new RedisPacer(settings.redisUrl) : new LocalPacer()) : null;

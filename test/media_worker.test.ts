@@ -1,6 +1,7 @@
 // Media legs run by the media worker thread (telephony/media/remote.ts) against a main-thread RtpSession over real UDP on
 // loopback: speech both ways exactly (G.711-quantised) plain and SRTP, digits both ways, what is still queued, barge-in,
-// the final counters, the send clock's timing, and a bind that cannot get a port.
+// the final counters, the send clock's timing, a bind that cannot get a port, and the media thread's scheduling (PARLEY_MEDIA_PRIORITY).
+import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PortAllocator } from '../telephony/media/ports.js';
 import { MediaWorker } from '../telephony/media/remote.js';
@@ -9,6 +10,7 @@ import { RtpSession } from '../telephony/media/session.js';
 import type { MediaLeg } from '../telephony/media/leg.js';
 import { asteriskAudio } from './support/speech.js';
 import { concat, findExact, g711RoundTrip, toInt16, waitFor } from './support/pcm-frames.js';
+import { canRunRealtime } from './support/sip-callee.js';
 
 const worker = new MediaWorker({ min: 42400, max: 42599 });
 const theirs = new PortAllocator({ min: 42600, max: 42799 });
@@ -160,6 +162,50 @@ describe('media legs in the worker thread', () => {
       await again.finish();
     } finally {
       await tiny.close();
+    }
+  });
+});
+
+/** Threads of this process under SCHED_RR (field 41 of /proc/self/task/<tid>/stat is the policy: 2 is SCHED_RR). */
+function roundRobinThreads(): string[] {
+  return readdirSync('/proc/self/task').filter((tid) => {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38] === '2';
+    } catch {
+      return false; // the thread ended meanwhile
+    }
+  });
+}
+
+describe('the media thread priority (PARLEY_MEDIA_PRIORITY)', () => {
+  it('puts the media worker thread alone under SCHED_RR where the process may, and leaves it normal when asked to', async () => {
+    const before = roundRobinThreads();
+    const normal = new MediaWorker({ min: 42800, max: 42819 }, 'normal');
+    const realtime = new MediaWorker({ min: 42820, max: 42839 }, 'realtime');
+    try {
+      await normal.start();
+      expect(normal.priority).toEqual({ priority: 'normal' });
+      expect(roundRobinThreads()).toEqual(before);
+      await realtime.start();
+      if (canRunRealtime()) {
+        expect(realtime.priority).toEqual({ priority: 'realtime' });
+        const added = roundRobinThreads().filter((t) => !before.includes(t));
+        expect(added).toHaveLength(1); // the worker's thread, not the process's main thread
+        expect(added[0]).not.toBe(String(process.pid));
+      } else {
+        // Not permitted here: it says why and runs at normal priority.
+        expect(realtime.priority?.priority).toBe('normal');
+        expect(realtime.priority?.reason).toBeTruthy();
+        expect(roundRobinThreads()).toEqual(before);
+      }
+      // Either way it carries calls.
+      const leg = await realtime.bind('127.0.0.2');
+      expect(leg.localPort).toBeGreaterThanOrEqual(42820);
+      await leg.finish();
+    } finally {
+      await normal.close();
+      await realtime.close();
     }
   });
 });

@@ -7,6 +7,7 @@ import { Worker } from 'node:worker_threads';
 import { isDtmfString } from './dtmf.js';
 import type { MediaLeg, MediaLegs } from './leg.js';
 import type { PortRange } from './ports.js';
+import type { MediaPriority, MediaPriorityOutcome } from './priority.js';
 import { deliverTo, SAMPLE_RATE, type RtpSessionStats, type RtpStartParams } from './session.js';
 
 export type ToMediaWorker =
@@ -29,7 +30,7 @@ export type FromMediaWorker =
   | { op: 'consumed'; id: number; samples: number }
   | { op: 'mediaTimeout'; id: number }
   | { op: 'finished'; id: number; stats: RtpSessionStats | null }
-  | { op: 'ready'; id: 0 };
+  | ({ op: 'ready'; id: 0 } & MediaPriorityOutcome);
 
 /** The counters of a leg whose worker died before it could report them. */
 const NO_STATS: RtpSessionStats = {
@@ -46,8 +47,13 @@ export class MediaWorker implements MediaLegs {
   private nextId = 1;
   private readonly legs = new Map<number, RemoteMediaLeg>();
   private readonly ready = new WeakMap<Worker, Promise<void>>();
+  /** The scheduling the worker runs at, once it is ready (PARLEY_MEDIA_PRIORITY; realtime only where permitted). */
+  priority: MediaPriorityOutcome | null = null;
 
-  constructor(private readonly range: PortRange) {}
+  constructor(
+    private readonly range: PortRange,
+    private readonly wantedPriority: MediaPriority = 'normal',
+  ) {}
 
   /** Legs up now. */
   get size(): number {
@@ -91,12 +97,19 @@ export class MediaWorker implements MediaLegs {
 
   private spawn(): Worker {
     if (this.worker) return this.worker;
-    const worker = new Worker(new URL('./worker-entry.mjs', import.meta.url), { workerData: { range: this.range } });
+    const worker = new Worker(new URL('./worker-entry.mjs', import.meta.url), { workerData: { range: this.range, priority: this.wantedPriority } });
     worker.unref();
     const ready = new Promise<void>((resolve, reject) => {
       worker.once('error', reject);
       worker.once('exit', (code) => reject(new Error(`media worker exited (${code})`)));
-      worker.once('message', () => resolve());
+      // Calls may bind before it (their messages are served at once); 'ready' comes once the thread's priority is set.
+      const onReady = (msg: FromMediaWorker) => {
+        if (msg.op !== 'ready') return;
+        worker.off('message', onReady);
+        this.priority = { priority: msg.priority, ...(msg.reason ? { reason: msg.reason } : {}) };
+        resolve();
+      };
+      worker.on('message', onReady);
     });
     ready.catch(() => undefined); // a death before start() is reported to the legs (below), not as an unhandled rejection
     this.ready.set(worker, ready);

@@ -5,10 +5,12 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { PortAllocator, type PortRange } from './ports.js';
 import { RtpSession } from './session.js';
 import type { FromMediaWorker, ToMediaWorker } from './remote.js';
+import { applyMediaPriority, type MediaPriority } from './priority.js';
 
 const port = parentPort;
 if (!port) throw new Error('media worker: no parent port');
-const allocator = new PortAllocator((workerData as { range: PortRange }).range);
+const data = workerData as { range: PortRange; priority: MediaPriority };
+const allocator = new PortAllocator(data.range);
 const sessions = new Map<number, RtpSession>();
 /** Legs still binding, and those of them the main thread has finished already (they close once bound). */
 const binding = new Set<number>();
@@ -51,8 +53,6 @@ async function start(s: RtpSession, id: number, params: Parameters<RtpSession['s
   }
 }
 
-post({ op: 'ready', id: 0 });
-
 port.on('message', (msg: ToMediaWorker) => {
   if (msg.op === 'bind') {
     void bind(msg.id, msg.localAddress);
@@ -92,3 +92,6 @@ port.on('message', (msg: ToMediaWorker) => {
       break;
   }
 });
+
+// Ready once its scheduling is set (the main thread waits for this before the first call).
+post({ op: 'ready', id: 0, ...(await applyMediaPriority(data.priority)) });
