@@ -4,15 +4,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 
+/** takeAhead's answer: the slot is this process's, send at `at` (performance.now() scale); or ask again in `wait` ms. */
+export type Slot = { at: number } | { wait: number };
+
 /**
  * Send slots per carrier key: a trunk's stored `address_key` (`transport:host:port`, control-plane/telephony/validation.ts
  * carrierAddressKey), so every trunk on one carrier address shares one pace. A slot taken at `cps` puts the next slot
  * of its key intervalMs(cps) after it. When callers pass different `cps` for one key, each take spaces the slot after
  * it by its own `cps` (callers wanting the lowest limit among trunks pass it).
  */
-/** takeAhead's answer: the slot is this process's, send at `at` (performance.now() scale); or ask again in `wait` ms. */
-export type Slot = { at: number } | { wait: number };
-
 export interface Pacer {
   /**
    * Takes the slot of `key` only if it is due now (resolves 0: send at once), else takes nothing and resolves to the ms
