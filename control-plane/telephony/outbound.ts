@@ -261,6 +261,22 @@ export async function moveOutbound(db: Db | Tx, callId: string, from: string[], 
   return Number(res.numUpdatedRows) === 1;
 }
 
+/**
+ * A call `owner` claimed and never sent goes back to its place in the queue, unless its cancel was asked for meanwhile
+ * (cancel_requested, set while it was slotted): false then, or when it is no longer `owner`'s to give back.
+ */
+export async function requeueOutbound(db: Db, callId: string, owner: string): Promise<boolean> {
+  const res = await db
+    .updateTable('outbound_calls')
+    .set({ state: 'queued', updated_at: nowIso() })
+    .where('call_id', '=', callId)
+    .where('state', 'in', ['claimed', 'slotted'])
+    .where('claimed_by', '=', owner)
+    .where('cancel_requested', '=', 0)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) === 1;
+}
+
 /** States of a call that may have been dialed: closed, never retried, when their server stops. */
 const MAY_HAVE_RUNG = ['slotted', 'dialing'];
 

@@ -13,7 +13,7 @@ import type { Actor } from '../../control-plane/agents/agents.js';
 import { updateCall } from '../../control-plane/calls/calls.js';
 import { resolveCallConfig } from '../../control-plane/calls/call-config.js';
 import {
-  cancelOutbound, cancelRequested, claimNext, dialRoute, moveOutbound, queuedPaceKeys, reclaimExpired, renewLeases,
+  cancelOutbound, cancelRequested, claimNext, dialRoute, moveOutbound, queuedPaceKeys, reclaimExpired, renewLeases, requeueOutbound,
   type DialRoute, type OutboundRow,
 } from '../../control-plane/telephony/outbound.js';
 import { parseCarrierAddress } from '../../control-plane/telephony/validation.js';
@@ -275,10 +275,14 @@ export class OutboundDialer {
     }
   }
 
-  /** A claimed call goes back to its place in the queue (never sent). */
+  /**
+   * A claimed call goes back to its place in the queue (never sent); one whose cancel was asked for while it was
+   * slotted (a lane's next call is slotted while the one before it waits) is recorded canceled instead.
+   */
   private async requeue(row: OutboundRow): Promise<void> {
-    await moveOutbound(this.deps.db, row.call_id, ['claimed', 'slotted'], 'queued', this.deps.owner).catch(() => undefined);
-    this.held.delete(row.call_id);
+    const queued = await requeueOutbound(this.deps.db, row.call_id, this.deps.owner).catch(() => true);
+    if (queued) this.held.delete(row.call_id);
+    else await this.finish(row, ['claimed', 'slotted'], { status: 'cancelled', reason: 'canceled' });
   }
 
   /**
