@@ -1,9 +1,9 @@
 // The media worker thread's scheduling priority (PARLEY_MEDIA_PRIORITY). `realtime` puts that one thread (not the
 // process) under SCHED_RR where the process may (root or CAP_SYS_NICE), as Asterisk (-p) and FreeSWITCH (-rp) can for
 // their media threads: its 20 ms send clock then wakes on time however busy the cores are with the event loop and the
-// inference workers (bench:telephony, 20 calls on 2 cores: send deviation p99 1.5-2.0 ms against 5.4-5.6 ms). It is
+// inference workers (bench:telephony, 20 calls on 2 cores: send deviation p99 1.5-2.0 ms against 5.4-6.6 ms). It is
 // not the default: it takes the CPU first, and on a machine at its capacity that comes out of recognition (in one run
-// of four at 20 calls the phone calls' turns came 14 s late; see the README). Where realtime is not permitted the
+// of five at 20 calls the phone calls' turns came 14 s late; see the README). Where realtime is not permitted the
 // thread stays normal, and the server says why.
 import { execFile } from 'node:child_process';
 import { readlinkSync } from 'node:fs';

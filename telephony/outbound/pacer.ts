@@ -108,22 +108,6 @@ export async function whenDue(pacer: Pacer, key: string, cps: number): Promise<n
 }
 
 /**
- * Takes `key`'s slot ahead (takeAhead) and resolves at its time, as a sender does (then sends and calls sent());
- * resolves false when it woke more than staleMs past the slot (the slot goes unused: take another).
- */
-export async function atSlot(pacer: Pacer, key: string, cps: number): Promise<boolean> {
-  for (;;) {
-    const slot = await pacer.takeAhead(key, cps);
-    if ('wait' in slot) {
-      await sleep(Math.ceil(slot.wait));
-      continue;
-    }
-    await until(slot.at);
-    return performance.now() - slot.at <= staleMs(cps);
-  }
-}
-
-/**
  * Resolves at `at` (performance.now() scale), never before: a timer to about 2 ms before it, then event-loop turns, so
  * a send comes within a fraction of a millisecond of its slot instead of a timer's millisecond of lateness.
  */

@@ -4,7 +4,24 @@
 // (atSlot, then sent()), one call after another.
 // Usage: tsx test/support/pacer-child.ts REDIS_URL PREFIX KEY COUNT CPS [MODE]
 import { createInterface } from 'node:readline';
-import { atSlot, RedisPacer, whenDue } from '../../telephony/outbound/pacer.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { RedisPacer, staleMs, until, whenDue, type Pacer } from '../../telephony/outbound/pacer.js';
+
+/**
+ * Takes `key`'s slot ahead (takeAhead) and resolves at its time, as a sender does (then sends and calls sent());
+ * resolves false when it woke more than staleMs past the slot (the slot goes unused: take another).
+ */
+async function atSlot(pacer: Pacer, key: string, cps: number): Promise<boolean> {
+  for (;;) {
+    const slot = await pacer.takeAhead(key, cps);
+    if ('wait' in slot) {
+      await sleep(Math.ceil(slot.wait));
+      continue;
+    }
+    await until(slot.at);
+    return performance.now() - slot.at <= staleMs(cps);
+  }
+}
 
 const [url, prefix, key, count, cps, mode = 'take'] = process.argv.slice(2) as [string, string, string, string, string, string?];
 const pacer = new RedisPacer(url, { prefix });
