@@ -71,9 +71,18 @@ export class LoopReservations implements LoopClearance {
     }
     if (!nearest) return null;
     // Released or lapsed, whichever is first: a sender that stalled past its slot does not hold requests for long.
-    const lapse = nearest.at + OVERDUE_MS - now;
+    // A timer may fire up to a millisecond or so before its time on performance.now() (it counts from the event
+    // loop's cached time), so the lapse is checked on that clock and the timer armed again for what is left: once
+    // this resolves, the reservation is released or overdue, and clear() ignores it.
+    const lapsed = nearest.at + OVERDUE_MS;
     return new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, Math.max(1, Math.ceil(lapse)));
+      let timer: NodeJS.Timeout;
+      const arm = () => {
+        const left = lapsed - performance.now();
+        if (left < 0) resolve();
+        else timer = setTimeout(arm, Math.max(1, Math.ceil(left)));
+      };
+      arm();
       void nearest.released.then(() => {
         clearTimeout(timer);
         resolve();
