@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { aheadMs, intervalMs, LocalPacer, ON_TIME_MS, RedisPacer, staleMs, until, whenDue, type Pacer } from '../telephony/outbound/pacer.js';
+import { aheadMs, intervalMs, LocalPacer, ON_TIME_MS, RedisClock, RedisPacer, staleMs, until, whenDue, type Pacer } from '../telephony/outbound/pacer.js';
 
 const REDIS_URL = 'redis://127.0.0.1:6379';
 
@@ -247,11 +247,59 @@ describe('RedisPacer.takeAhead', () => {
     expect(fourth.wait + (performance.now() - sentAt)).toBeGreaterThan(intervalMs(10) - 2 - aheadMs(10) - 5);
   });
 
+  it('maps a slot to this clock by when Redis ran the take: an ask that reached Redis late does not send early', async () => {
+    const pacer = new RedisPacer(REDIS_URL, { prefix: freshPrefix() });
+    opened.push(pacer);
+    const busy = new Redis(REDIS_URL);
+    try {
+      const key = 'udp:late-ask.example.com:5060';
+      const first = await pacer.takeAhead(key, 10);
+      if (!('at' in first)) throw new Error('the first slot was not due');
+      for (let i = 0; i < 5; i++) await pacer.takeAhead('udp:clock.example.com:5060', 50); // round trips for the clock
+      await until(first.at + intervalMs(10) - aheadMs(10));
+      // Redis is kept busy for 40 ms by another client's script, so this ask runs there 40 ms after it was made: the
+      // second slot is then overdue, and taken at once. Mapped from the ask, it would be sent 30 ms before its due time.
+      const blocking = busy.eval("local t = redis.call('TIME'); local s = t[1] * 1e6 + t[2]; while true do local n = redis.call('TIME'); if n[1] * 1e6 + n[2] - s > 40000 then break end end; return 1", 0);
+      await new Promise((r) => setTimeout(r, 2)); // the script is running
+      const asked = performance.now();
+      const second = await pacer.takeAhead(key, 10);
+      await blocking;
+      if (!('at' in second)) throw new Error(`not taken: ${JSON.stringify(second)}`);
+      expect(second.at - first.at).toBeGreaterThanOrEqual(intervalMs(10) - 1);
+      expect(second.at - asked).toBeGreaterThan(25);
+    } finally {
+      busy.disconnect();
+    }
+  });
+
   it("staleMs leaves the next sender's sent() the time to land before the slot after is taken ahead", () => {
     for (const cps of [1, 5, 10, 50, 100]) {
       expect(staleMs(cps) + aheadMs(cps)).toBeLessThan(intervalMs(cps));
       expect(staleMs(cps)).toBeGreaterThan(0);
     }
     expect(staleMs(50)).toBeCloseTo(20.4 - 8.16 - 2, 6);
+  });
+});
+
+describe('RedisClock', () => {
+  it("places Redis's moment within the round trip by the offset of the shortest recent one", () => {
+    const clock = new RedisClock();
+    // Redis's clock is this one plus 5000 ms. A 0.2 ms round trip fixes the offset within 0.1 ms.
+    expect(clock.ran(100, 100.2, 5100.1)).toBeCloseTo(100.1, 6);
+    // An ask that reached Redis 9 ms late (Redis ran it at 209 on this clock), read at 210: placed at 209, not 200.
+    expect(clock.ran(200, 210, 5209)).toBeCloseTo(209, 6);
+    // An answer read 9 ms late (Redis ran it at 301): placed at 301, not 310.
+    expect(clock.ran(300, 310, 5301)).toBeCloseTo(301, 6);
+    // Never outside the round trip, whatever the estimate says.
+    expect(clock.ran(400, 401, 5390)).toBe(400);
+    expect(clock.ran(500, 501, 5600)).toBe(501);
+  });
+
+  it('forgets round trips older than its horizon (the two clocks drift apart)', () => {
+    const clock = new RedisClock();
+    clock.ran(0, 0.2, 5000.1); // offset 5000, long ago
+    // Now the clocks are 3 ms further apart, and only long round trips came lately: the old short one no longer counts.
+    expect(clock.ran(10_000, 10_004, 15_005)).toBeCloseTo(10_002, 6); // its own midpoint (offset 5003)
+    expect(clock.ran(10_010, 10_014, 15_016)).toBeCloseTo(10_013, 6);
   });
 });

@@ -7,7 +7,9 @@
 //     Windows are half-open, [t, t + w), slid over every arrival (a window holding the most starts at one). In a window
 //     of 1000/N ms the limit is one call; measured at the carrier, arrival jitter (what the goal's 5 ms allowance on the
 //     smallest gap is for) can put two in it while the server kept its pace, so that count is reported, and "never
-//     above the limit" is judged on the 1 s window: at most N INVITEs in any [t, t + 1 s).
+//     above the limit" is judged on the 1 s window: at most N INVITEs in any [t, t + 1 s). The shortest span of N + 1
+//     consecutive INVITEs says how close a run came to one more in a second. BENCH_OUT_PACING picks other
+//     configurations (see pacingConfigs); BENCH_OUT_ANSWER_CALLS=0 skips part 2.
 //  2. Outbound answer -> first agent audio: one server (SQLite, models warmed) and a workflow agent whose one say node
 //     greets; its outbound trunk points at a callee in this process (our SipStack on PEER_HOST and a UDP socket for RTP)
 //     that answers every INVITE at once with PCMU, sends 20 ms of mu-law silence every 20 ms, and hangs up (BYE) on the
@@ -61,6 +63,8 @@ export interface OutboundOptions {
 export interface PacingRun {
   processes: number;
   store: 'sqlite' | 'postgres';
+  /** Where the pace is kept: in the process, or in Redis (always with more than one process). */
+  pace: 'process' | 'redis';
   cps: number;
   calls: number;
   /** INVITEs the carrier logged, and how many distinct numbers they dialed (each once: equal to `calls`). */
@@ -87,6 +91,11 @@ export interface PacingRun {
   maxInIntervalWindow: number;
   /** The most INVITEs in any [t, t + 1 s) (the limit there is cps). */
   maxInSecondWindow: number;
+  /**
+   * The shortest span of cps + 1 consecutive INVITEs (ms): at least 1000 keeps every 1 s window at the limit, and what
+   * is over 1000 is how close the pace came to putting one more in.
+   */
+  tightestSecondMs: number;
   /** The gaps over 1000/cps + 5 ms: when (ms after the first INVITE) and how long, and when the last POST was answered. */
   longGapsAt: Array<{ atMs: number; gapMs: number }>;
   queuedAtMs: number;
@@ -198,6 +207,31 @@ const lastLines = (servers: TestServer[]) => servers.map((s, i) => `\nserver ${i
 // 1. Pacing
 // ---------------------------------------------------------------------------------------------------------
 
+/** One pacing configuration: the store, how many servers share it, and where the pace is kept. */
+interface PacingConfig {
+  dialect: 'sqlite' | 'postgres';
+  processes: number;
+  pace: 'process' | 'redis';
+}
+
+/**
+ * BENCH_OUT_PACING: a comma list of `<store>:<processes>[:redis]` (default `sqlite:1,postgres:2`, the two the goals
+ * are judged on). More than one process always keeps the pace in Redis; `postgres:1` and `postgres:1:redis` tell what
+ * the store and the pace's round trip each cost from what the second process costs.
+ */
+function pacingConfigs(): PacingConfig[] {
+  const raw = process.env.BENCH_OUT_PACING ?? 'sqlite:1,postgres:2';
+  return raw.split(',').map((item) => {
+    const [dialect, n, where, ...rest] = item.trim().split(':');
+    const processes = Number(n);
+    if ((dialect !== 'sqlite' && dialect !== 'postgres') || !Number.isInteger(processes) || processes < 1 || (where !== undefined && where !== 'redis') || rest.length) {
+      throw new Error(`BENCH_OUT_PACING: ${JSON.stringify(item)} is not <sqlite|postgres>:<processes>[:redis]`);
+    }
+    if (dialect === 'sqlite' && processes > 1) throw new Error('BENCH_OUT_PACING: several processes share only a PostgreSQL store');
+    return { dialect, processes, pace: processes > 1 || where === 'redis' ? 'redis' : 'process' };
+  });
+}
+
 interface PacingContext {
   cps: number;
   calls: number;
@@ -206,18 +240,18 @@ interface PacingContext {
 }
 
 /** Queues `calls` calls split over `servers` (all sharing one store), waits for every one to end, and reads the carrier's log. */
-async function pacingRun(ctx: PacingContext, dialect: 'sqlite' | 'postgres', processes: number, runIndex: number): Promise<PacingRun> {
+async function pacingRun(ctx: PacingContext, { dialect, processes, pace }: PacingConfig, runIndex: number): Promise<PacingRun> {
   const { cps, calls } = ctx;
   const run: PacingRun = {
-    processes, store: dialect, cps, calls, invites: 0, distinctNumbers: 0, perProcess: [], finals: {}, queueMs: NaN, spanMs: NaN, achievedCps: NaN, achievedPct: NaN,
-    minGapMs: NaN, p1GapMs: NaN, p50GapMs: NaN, maxGapMs: NaN, shortGaps: 0, longGaps: 0, maxInIntervalWindow: 0, maxInSecondWindow: 0, longGapsAt: [], queuedAtMs: NaN, goals: { ratePct: false, minGap: false, secondWindow: false }, error: null,
+    processes, store: dialect, pace, cps, calls, invites: 0, distinctNumbers: 0, perProcess: [], finals: {}, queueMs: NaN, spanMs: NaN, achievedCps: NaN, achievedPct: NaN,
+    minGapMs: NaN, p1GapMs: NaN, p50GapMs: NaN, maxGapMs: NaN, shortGaps: 0, longGaps: 0, maxInIntervalWindow: 0, maxInSecondWindow: 0, tightestSecondMs: NaN, longGapsAt: [], queuedAtMs: NaN, goals: { ratePct: false, minGap: false, secondWindow: false }, error: null,
   };
   const store: StoreEnv = freshStore(dialect);
   const servers: TestServer[] = [];
   let carrier: SippCarrier | null = null;
   try {
     carrier = await startSippCarrier({ answer: 486, calls: calls + 10, timeoutS: Math.ceil(calls / cps) + 120, realtime: canRunRealtime() });
-    const env = { ...SERVER_ENV, PARLEY_OUTBOUND_QUEUE: String(calls + 100), ...(processes > 1 ? { PARLEY_REDIS_URL: REDIS_URL } : {}) };
+    const env = { ...SERVER_ENV, PARLEY_OUTBOUND_QUEUE: String(calls + 100), ...(pace === 'redis' ? { PARLEY_REDIS_URL: REDIS_URL } : {}) };
     const first = await startServer({ store, env });
     servers.push(first);
     for (let i = 1; i < processes; i++) servers.push(await startServer({ store, env: { ...env, PARLEY_BOOTSTRAP_KEY: first.key } }));
@@ -258,6 +292,7 @@ async function pacingRun(ctx: PacingContext, dialect: 'sqlite' | 'postgres', pro
     run.queuedAtMs = r1(queuedEpoch - (at[0] ?? NaN));
     run.maxInIntervalWindow = maxInWindow(at, 1000 / cps);
     run.maxInSecondWindow = maxInWindow(at, 1000);
+    run.tightestSecondMs = r1(at.length > cps ? Math.min(...at.slice(cps).map((t, i) => t - (at[i] as number))) : NaN);
     run.goals = { ratePct: run.achievedPct >= GOAL_RATE_PCT, minGap: run.minGapMs >= 1000 / cps - GAP_ALLOWANCE_MS, secondWindow: run.maxInSecondWindow <= cps };
 
     // Which server sent each INVITE: the Via of its first transmission names the server's SIP port.
@@ -469,27 +504,27 @@ export async function outboundPhase(opts: OutboundOptions = {}): Promise<Outboun
   const cps = opts.cps ?? intEnv('BENCH_OUT_CPS', 50, 1);
   if (cps > 50) throw new Error('BENCH_OUT_CPS must be at most 50 (the bound on a trunk cpsLimit)');
   const calls = opts.calls ?? intEnv('BENCH_OUT_CALLS', 150, 2);
-  const answerCalls = opts.answerCalls ?? intEnv('BENCH_OUT_ANSWER_CALLS', 20, 1);
+  const answerCalls = opts.answerCalls ?? intEnv('BENCH_OUT_ANSWER_CALLS', 20, 0);
   const answerConcurrency = opts.answerConcurrency ?? intEnv('BENCH_OUT_ANSWER_CONCURRENCY', 1, 1);
   const warmupCalls = 1;
   const result: OutboundResult = { config: { cps, calls, answerCalls, answerConcurrency, warmupCalls, serverEnv: SERVER_ENV }, pacing: [], answer: null, servers: [], failure: null };
   const ctx: PacingContext = { cps, calls, log, servers: result.servers };
 
   log(`outbound pacing at cpsLimit ${cps}, ${calls} calls per run`);
-  for (const [i, [dialect, processes]] of ([['sqlite', 1], ['postgres', 2]] as const).entries()) {
-    const run = await pacingRun(ctx, dialect, processes, i);
+  for (const [i, config] of pacingConfigs().entries()) {
+    const run = await pacingRun(ctx, config, i);
     result.pacing.push(run);
     log(
       `    achieved ${fmt(run.achievedCps, 2)}/s (${fmt(run.achievedPct, 1)}%), smallest gap ${fmt(run.minGapMs, 2)} ms, p50 ${fmt(run.p50GapMs, 2)} ms, ` +
-        `max ${run.maxInSecondWindow} in 1 s, ${run.maxInIntervalWindow} in ${fmt(1000 / cps, 1)} ms; INVITEs per process ${run.perProcess.join('/')}${run.error ? `; ERROR ${run.error.split('\n')[0]}` : ''}`,
+        `max ${run.maxInSecondWindow} in 1 s (${cps + 1} INVITEs span >= ${fmt(run.tightestSecondMs, 1)} ms), ${run.maxInIntervalWindow} in ${fmt(1000 / cps, 1)} ms; INVITEs per process ${run.perProcess.join('/')}${run.error ? `; ERROR ${run.error.split('\n')[0]}` : ''}`,
     );
   }
-  log('outbound answer -> first agent audio');
-  result.answer = await answerRun(ctx, answerCalls, answerConcurrency, warmupCalls);
-  const a = result.answer;
-  log(`    200 OK -> first audio p50 ${fmt(a.answerToAudio.p50, 1)} p95 ${fmt(a.answerToAudio.p95, 1)} ms; POST -> INVITE p50 ${fmt(a.postToInvite.p50, 1)} p95 ${fmt(a.postToInvite.p95, 1)} ms (${a.measured}/${a.calls} calls)`);
+  // BENCH_OUT_ANSWER_CALLS=0 skips it (pacing runs only).
+  const a = answerCalls > 0 ? await (log('outbound answer -> first agent audio'), answerRun(ctx, answerCalls, answerConcurrency, warmupCalls)) : null;
+  result.answer = a;
+  if (a) log(`    200 OK -> first audio p50 ${fmt(a.answerToAudio.p50, 1)} p95 ${fmt(a.answerToAudio.p95, 1)} ms; POST -> INVITE p50 ${fmt(a.postToInvite.p50, 1)} p95 ${fmt(a.postToInvite.p95, 1)} ms (${a.measured}/${a.calls} calls)`);
 
-  const failures = [...result.pacing.filter((r) => r.error).map((r) => `pacing with ${r.processes} process(es): ${r.error}`), ...(a.error ? [`answer -> first audio: ${a.error}`] : [])];
+  const failures = [...result.pacing.filter((r) => r.error).map((r) => `pacing with ${r.processes} process(es): ${r.error}`), ...(a?.error ? [`answer -> first audio: ${a.error}`] : [])];
   result.failure = failures.length ? failures.join('\n') : null;
   return result;
 }
@@ -500,10 +535,10 @@ export function printOutbound(result: OutboundResult): void {
   const interval = fmt(1000 / cps, 1);
   printTable(
     `Outbound dialer pacing at cpsLimit ${cps} (${result.config.calls} calls queued at once; sipp carrier (SCHED_FIFO when it can) answering 486 logs each INVITE's arrival; windows half-open, sliding)`,
-    ['processes', 'store, pace', 'INVITEs', 'per process', 'queued in ms', 'achieved /s', '% of limit', 'min gap ms', 'p1 gap ms', 'p50 gap ms', 'max gap ms', `gaps <${fmt(1000 / cps - GAP_ALLOWANCE_MS)}/>${fmt(1000 / cps + GAP_ALLOWANCE_MS)}`, `max in ${interval} ms`, 'max in 1 s', 'finals'],
+    ['processes', 'store, pace', 'INVITEs', 'per process', 'queued in ms', 'achieved /s', '% of limit', 'min gap ms', 'p1 gap ms', 'p50 gap ms', 'max gap ms', `gaps <${fmt(1000 / cps - GAP_ALLOWANCE_MS)}/>${fmt(1000 / cps + GAP_ALLOWANCE_MS)}`, `max in ${interval} ms`, 'max in 1 s', `${cps + 1} span ms`, 'finals'],
     result.pacing.map((r) => [
       String(r.processes),
-      r.processes > 1 ? `${r.store}, Redis` : `${r.store}, in process`,
+      r.pace === 'redis' ? `${r.store}, Redis` : `${r.store}, in process`,
       `${r.invites}/${r.calls}`,
       r.perProcess.join('/'),
       fmt(r.queueMs),
@@ -516,6 +551,7 @@ export function printOutbound(result: OutboundResult): void {
       `${r.shortGaps}/${r.longGaps}`,
       String(r.maxInIntervalWindow),
       String(r.maxInSecondWindow),
+      fmt(r.tightestSecondMs, 1),
       Object.entries(r.finals).map(([k, n]) => `${k} ${n}`).join(', '),
     ]),
     2,
@@ -523,7 +559,7 @@ export function printOutbound(result: OutboundResult): void {
   for (const r of result.pacing) {
     if (!r.longGapsAt.length) continue;
     const list = r.longGapsAt.map((g) => `${fmt(g.gapMs)} at ${fmt(g.atMs)}`).join(', ');
-    console.log(`  ${r.processes} process(es): gaps over ${fmt(1000 / cps + GAP_ALLOWANCE_MS)} ms (ms, at ms after the first INVITE; the last POST answered at ${fmt(r.queuedAtMs)}): ${list}`);
+    console.log(`  ${r.processes} process(es) (${r.store}, pace ${r.pace === 'redis' ? 'in Redis' : 'in process'}): gaps over ${fmt(1000 / cps + GAP_ALLOWANCE_MS)} ms (ms, at ms after the first INVITE; the last POST answered at ${fmt(r.queuedAtMs)}): ${list}`);
   }
   const a = result.answer;
   if (a) {
@@ -544,7 +580,7 @@ export function printOutbound(result: OutboundResult): void {
   console.log(`\nOutbound goals (cpsLimit ${cps})`);
   for (const r of result.pacing) {
     const ran = r.invites > 1;
-    const who = `${r.processes} process${r.processes > 1 ? 'es' : ''}`;
+    const who = `${r.processes} process${r.processes > 1 ? 'es' : ''} (${r.store}, pace ${r.pace === 'redis' ? 'in Redis' : 'in process'})`;
     console.log(`  ${who}: achieved rate >= ${GOAL_RATE_PCT}% of the limit: ${fmt(r.achievedPct, 1)}% ${met(ran ? r.goals.ratePct : null)}`);
     console.log(`  ${who}: smallest gap >= ${fmt(1000 / cps - GAP_ALLOWANCE_MS, 0)} ms: ${fmt(r.minGapMs, 2)} ms ${met(ran ? r.goals.minGap : null)}`);
     console.log(`  ${who}: never above the limit, at most ${cps} INVITEs in any 1 s: ${r.maxInSecondWindow} ${met(ran ? r.goals.secondWindow : null)} (in any ${interval} ms: ${r.maxInIntervalWindow})`);

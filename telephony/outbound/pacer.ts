@@ -107,14 +107,25 @@ export async function whenDue(pacer: Pacer, key: string, cps: number): Promise<n
   return performance.now() - start;
 }
 
+/** How close to `at` until() stops yielding to the event loop and blocks instead. */
+const FINAL_APPROACH_MS = 2;
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+
 /**
- * Resolves at `at` (performance.now() scale), never before: a timer to about 2 ms before it, then event-loop turns, so
- * a send comes within a fraction of a millisecond of its slot instead of a timer's millisecond of lateness.
+ * Resolves at `at` (performance.now() scale), never before: a timer to about 2 ms before it, event-loop turns until
+ * FINAL_APPROACH_MS before it, then the thread blocks (a futex wait: no CPU) for what is left, so a send comes within
+ * a fraction of a millisecond of its slot. Turns of the loop in those last milliseconds ran whatever I/O had come in
+ * (a burst of POSTs' store answers: several ms) and the send went late.
  */
 export async function until(at: number): Promise<void> {
-  const coarse = at - performance.now() - 2;
+  const coarse = at - performance.now() - FINAL_APPROACH_MS;
   if (coarse > 0) await sleep(Math.floor(coarse));
-  while (performance.now() < at) await new Promise<void>((r) => setImmediate(r));
+  while (at - performance.now() > FINAL_APPROACH_MS) await new Promise<void>((r) => setImmediate(r));
+  const left = at - performance.now();
+  if (left > 0) Atomics.wait(sleeper, 0, 0, left);
+  while (performance.now() < at) {
+    /* Atomics.wait may wake a few microseconds early */
+  }
 }
 
 /** The pace of one process, on the monotonic clock (`now`: a clock for tests). */
@@ -156,20 +167,21 @@ export class LocalPacer implements Pacer {
 
 // KEYS[1]: the key holding the next free slot (ms since the epoch, Redis time); ARGV[1]: the interval; ARGV[2]: how
 // early a slot may be taken; ARGV[3]: how late it may be taken and still count as on time (ON_TIME_MS). The slot is
-// taken when it is due within ARGV[2]: returns '0 <slot> <ms until it is due>' (negative: already due); otherwise the
-// ms until it may be taken (as a string: Redis would truncate a Lua number to an integer), and nothing changes. The next
-// slot counts from the due time when taken on time (the pace does not drift by the polling delay) and from now when
-// taken later (no two sends much closer than the interval).
+// taken when it is due within ARGV[2]: returns '0 <slot> <ms until it is due> <now>' (negative: already due);
+// otherwise '1 <ms until it may be taken> <now>', and nothing changes (strings: Redis would truncate a Lua number to an
+// integer; <now> is Redis's time, for the sender's clock mapping). The next slot counts from the due time when taken
+// on time (the pace does not drift by the polling delay) and from now when taken later (no two sends much closer than
+// the interval).
 const TAKE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 local nxt = tonumber(redis.call('GET', KEYS[1]) or '0')
 local early = tonumber(ARGV[2])
-if nxt > now + early then return string.format('%.3f', nxt - now - early) end
+if nxt > now + early then return '1 ' .. string.format('%.3f', nxt - now - early) .. ' ' .. string.format('%.3f', now) end
 local slot = nxt
 if now - nxt > tonumber(ARGV[3]) then slot = now end
 redis.call('SET', KEYS[1], string.format('%.3f', slot + tonumber(ARGV[1])), 'PX', math.ceil(tonumber(ARGV[1]) + early) + 1000)
-return '0 ' .. string.format('%.3f', slot) .. ' ' .. string.format('%.3f', slot - now)
+return '0 ' .. string.format('%.3f', slot) .. ' ' .. string.format('%.3f', slot - now) .. ' ' .. string.format('%.3f', now)
 `;
 
 // After a late send: the next slot is at least ARGV[1] (Redis time: the slot taken plus the sender's lateness plus the
@@ -184,6 +196,34 @@ end
 return '0'
 `;
 
+/**
+ * Redis's clock (TIME, ms) against this process's (performance.now()), from the takes' round trips, as NTP does: a
+ * round trip asked at `asked` and read at `read` saw Redis at `redisNow` somewhere between the two, so its offset is
+ * known to within half the round trip. The offset of the shortest recent round trip is kept (a busy event loop makes
+ * round trips long, not short); recent, because Redis's wall clock and this monotonic one drift apart (NTP slews the
+ * wall clock by at most 0.5 ms a second).
+ */
+export class RedisClock {
+  private readonly samples: Array<{ read: number; rtt: number; offset: number }> = [];
+
+  /** Records a round trip and returns when, on this clock, Redis most likely ran it (within [asked, read]). */
+  ran(asked: number, read: number, redisNow: number): number {
+    const rtt = read - asked;
+    this.samples.push({ read, rtt, offset: redisNow - (asked + rtt / 2) });
+    while (this.samples.length > CLOCK_SAMPLES || (this.samples[0] as { read: number }).read < read - CLOCK_HORIZON_MS) this.samples.shift();
+    let best = this.samples[0] as { rtt: number; offset: number };
+    for (const x of this.samples) if (x.rtt < best.rtt) best = x;
+    return Math.min(read, Math.max(asked, redisNow - best.offset));
+  }
+}
+
+/** The shortest wait takeAhead and take answer (a wait of 0 would read as a slot taken). */
+const MIN_WAIT_MS = 0.1;
+
+/** RedisClock keeps the last this many round trips, from at most this far back. */
+const CLOCK_SAMPLES = 64;
+const CLOCK_HORIZON_MS = 2000;
+
 /** The commands `defineCommand` adds (run by EVALSHA, falling back to EVAL once per connection). */
 interface PaceCommands {
   parleyPaceTake(key: string, intervalMs: string, earlyMs: string, onTimeMs: string): Promise<string>;
@@ -197,6 +237,7 @@ export class RedisPacer implements Pacer {
    * (performance.now(); for a take answered at once, when it was asked for).
    */
   private readonly taken = new Map<string, { slot: number; at: number }>();
+  private readonly clock = new RedisClock();
   private readonly redis: Redis & PaceCommands;
   private readonly owned: boolean;
   private readonly prefix: string;
@@ -221,16 +262,24 @@ export class RedisPacer implements Pacer {
   }
 
   /**
-   * The slot's time on this clock is the ask plus its wait in Redis: the ask reaches Redis at once (it is written in
-   * this run), while the answer may wait unread behind the event loop. A slot already due counts from the ask.
+   * The slot's time on this clock is when Redis ran the take plus its wait there. Redis ran it somewhere between the
+   * ask and the answer being read; taking the ask (as before) sends early when the ask reaches Redis late (Redis
+   * descheduled or busy: the likely cause of an INVITE 10.7 ms after the previous one at cps 50 in one bench run, and
+   * what the test holding Redis busy reproduces), taking the read sends late when the answer waits unread behind the
+   * event loop. So Redis's clock is mapped to this one
+   * (RedisClock), and the moment it gives is kept within the ask and the read. A slot already due counts from then.
    */
   private async takeWithin(key: string, cps: number, early: number): Promise<Slot> {
     const asked = performance.now();
     const reply = await this.redis.parleyPaceTake(this.prefix + key, String(intervalMs(cps)), String(early), String(ON_TIME_MS));
-    if (!reply.startsWith('0 ')) return { wait: Number(reply) };
-    const [, slot, dueIn] = reply.split(' ').map(Number) as [number, number, number];
-    const at = asked + Math.max(0, dueIn);
-    this.taken.set(key, { slot, at });
+    const read = performance.now();
+    const [kind, a, b, c] = reply.split(' ').map(Number) as [number, number, number, number | undefined];
+    const redisNow = kind === 0 ? (c as number) : b;
+    const ran = this.clock.ran(asked, read, redisNow);
+    // A wait counts from when Redis ran the take, not from the read (an answer read late would make the next ask late).
+    if (kind !== 0) return { wait: Math.max(MIN_WAIT_MS, ran + a - read) };
+    const at = ran + Math.max(0, b);
+    this.taken.set(key, { slot: a, at });
     return { at };
   }
 

@@ -137,7 +137,9 @@ export async function startServer(options: { store: StoreEnv; env?: Record<strin
   // Models load lazily unless a suite asks for warm-up (most suites never touch them).
   // SIP on a free port unless a suite picks one (parallel servers would collide on 5060).
   const env = { ...process.env, HOST: '127.0.0.1', PORT: '0', PARLEY_SIP_PORT: '0', LOG_LEVEL: 'info', PARLEY_WARM_MODELS: 'false', PARLEY_ALLOW_PRIVATE_EGRESS: '1', PARLEY_BOOTSTRAP_KEY: key, ...options.store.env, ...options.env } as Record<string, string>;
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], { cwd: options.root ?? ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // PARLEY_SERVER_NODE_FLAGS: extra node flags for the servers a test or bench starts (e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`).
+  const flags = (process.env.PARLEY_SERVER_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+  const proc = spawn(process.execPath, [...flags, '--import', 'tsx', 'server/main.ts'], { cwd: options.root ?? ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const server = new TestServer(proc, key, options.store, env);
   const onLine = (resolve: () => void) => (chunk: Buffer) => {
     for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) {
