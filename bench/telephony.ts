@@ -5,7 +5,7 @@
 //  1. Call set-up: sipp (a real SIP user agent, its built-in `uac` scenario) places BENCH_SETUP_CALLS calls at
 //     BENCH_SETUP_RATE per second to the number; each call is answered, held BENCH_SETUP_HOLD_MS and hung up. Set-up =
 //     INVITE sent -> 200 OK received, from the timestamps of sipp's own message trace (microseconds).
-//  2. Voice to voice, per level of concurrent calls (BENCH_LEVELS): first N phone callers, then N web callers.
+//  2. Voice to voice, per level of concurrent calls (BENCH_LEVELS): N phone callers, then N web callers (BENCH_SIDE_ORDER).
 //     A phone caller is this process speaking SIP over UDP (INVITE with a PCMU offer, ACK, BYE) and RTP: it sends a
 //     20 ms PCMU packet every 20 ms on a drift-corrected clock (silence, or a sentence synthesised once up front at
 //     8 kHz through POST /waves/v1/tts and trimmed at -45 dBFS), waits for the agent's greeting, then BENCH_TURNS times
@@ -30,7 +30,7 @@
 //     pacing at cpsLimit 50 with one server and with two sharing PostgreSQL and Redis, and outbound answer -> first
 //     agent audio.
 // Env: BENCH_SETUP_CALLS (60), BENCH_SETUP_RATE (4), BENCH_SETUP_HOLD_MS (500), BENCH_LEVELS (1,4,8,12,16),
-// BENCH_TURNS (4), BENCH_TURNS_AT_1 (16), BENCH_PAUSE_MS (1000), BENCH_STAGGER_MS (2000), BENCH_WS_RATE (8000 or 16000; 8000),
+// BENCH_TURNS (4), BENCH_TURNS_AT_1 (16), BENCH_SIDE_ORDER (sip, ws or alternate: which side runs first at each level; sip), BENCH_PAUSE_MS (1000), BENCH_STAGGER_MS (2000), BENCH_WS_RATE (8000 or 16000; 8000),
 // BENCH_MEDIA_THREADS (worker; a comma list of worker and main), BENCH_CALLER_NICE (-10: the callers' nice value once the
 // servers run, where allowed, so the bench's own scheduling stays out of the RTP timing; 0 leaves it).
 import dgram from 'node:dgram';
@@ -83,6 +83,13 @@ const PAUSE_MS = intEnv('BENCH_PAUSE_MS', 1000, 0);
 const STAGGER_MS = intEnv('BENCH_STAGGER_MS', 2000, 0);
 const WS_RATE = intEnv('BENCH_WS_RATE', 8000, 8000);
 if (WS_RATE !== 8000 && WS_RATE !== 16000) throw new Error('BENCH_WS_RATE must be 8000 or 16000');
+/**
+ * Which side runs first at each level: `sip` (phone calls, then web calls), `ws`, or `alternate` (SIP first at the
+ * first level, WS first at the second, ...). Past the machine's capacity a side's figures depend on what ran just before
+ * it; running both orders tells that from the leg's own cost.
+ */
+const SIDE_ORDER = process.env.BENCH_SIDE_ORDER ?? 'sip';
+if (!['sip', 'ws', 'alternate'].includes(SIDE_ORDER)) throw new Error('BENCH_SIDE_ORDER must be sip, ws or alternate');
 const MEDIA_THREADS = (process.env.BENCH_MEDIA_THREADS ?? 'worker').split(',').map((m) => m.trim());
 if (!MEDIA_THREADS.length || MEDIA_THREADS.some((m) => m !== 'worker' && m !== 'main') || new Set(MEDIA_THREADS).size !== MEDIA_THREADS.length) {
   throw new Error('BENCH_MEDIA_THREADS must be a comma list of distinct values, each worker or main');
@@ -405,6 +412,8 @@ interface Side {
   v2vP95Ms: number;
   e2eP50Ms: number;
   e2eP95Ms: number;
+  /** p50 of each part of the engine's e2e (turnMetrics): where a difference between the sides comes from. */
+  parts: { eouDelay: number; recognition: number; firstPhrase: number; ttsFirstByte: number; overhead: number };
   serverCpuPct: number;
   errors: string[];
   /** Per caller, v2v per turn (caller i's turn k speaks the same sentence on both sides). */
@@ -415,6 +424,8 @@ type SipSide = Side & { mediaThread: string; deviationP99Ms: number; deviationMa
 
 interface LevelRow {
   level: number;
+  /** Which side ran first at this level (BENCH_SIDE_ORDER). */
+  first: 'sip' | 'ws';
   sip: SipSide;
   ws: Side;
   /** The same phone calls against the servers of the other BENCH_MEDIA_THREADS values. */
@@ -439,6 +450,13 @@ async function side(server: TestServer, n: number, turns: number, run: (i: numbe
       v2vP95Ms: q(results.flatMap((r) => r.v2vMs), 0.95),
       e2eP50Ms: q(metrics.map((m) => m.e2eMs), 0.5),
       e2eP95Ms: q(metrics.map((m) => m.e2eMs), 0.95),
+      parts: {
+        eouDelay: q(metrics.map((m) => m.eouDelayMs), 0.5),
+        recognition: q(metrics.map((m) => m.recognitionMs), 0.5),
+        firstPhrase: q(metrics.map((m) => m.brainFirstPhraseMs), 0.5),
+        ttsFirstByte: q(metrics.map((m) => m.ttsFirstByteMs), 0.5),
+        overhead: q(metrics.map((m) => m.engineOverheadMs), 0.5),
+      },
       serverCpuPct,
       errors: failed.map((r) => r.error ?? `${r.turnsDone}/${turns} turns`),
       v2vByCall: results.map((r) => r.v2vMs),
@@ -539,29 +557,42 @@ try {
 
   for (const n of LEVELS) {
     const turns = n === 1 ? TURNS_AT_1 : TURNS;
-    log(`level ${n}: ${n} phone call(s) x ${turns} turns${targets.length > 1 ? ` against each server (${MEDIA_THREADS.join(', ')})` : ''}, then ${n} web call(s)`);
+    const webFirst = SIDE_ORDER === 'ws' || (SIDE_ORDER === 'alternate' && LEVELS.indexOf(n) % 2 === 1);
+    const phoneText = `${n} phone call(s) x ${turns} turns${targets.length > 1 ? ` against each server (${MEDIA_THREADS.join(', ')})` : ''}`;
+    log(`level ${n}: ${webFirst ? `${n} web call(s), then ${phoneText}` : `${phoneText}, then ${n} web call(s)`}`);
     const sips: SipSide[] = [];
-    for (const t of targets) {
-      const sip = await phoneSide(t, n, turns, phoneSpeech, seen);
-      sips.push(sip);
-      log(
-        `  SIP (${t.mediaThread}) v2v p50 ${fmt(sip.v2vP50Ms)} p95 ${fmt(sip.v2vP95Ms)} ms; RTP deviation p99 ${fmt(sip.deviationP99Ms, 1)} ms (at the send ${fmt(sip.sendDeviationP99Ms, 1)}); ` +
-          `underrun ${sip.underrunS} s, skipped ticks ${sip.skippedTicks}: ${sip.held ? 'held' : 'NOT held'}`,
-      );
-    }
+    const phones = async () => {
+      for (const t of targets) {
+        const sip = await phoneSide(t, n, turns, phoneSpeech, seen);
+        sips.push(sip);
+        log(
+          `  SIP (${t.mediaThread}) v2v p50 ${fmt(sip.v2vP50Ms)} p95 ${fmt(sip.v2vP95Ms)} ms; RTP deviation p99 ${fmt(sip.deviationP99Ms, 1)} ms (at the send ${fmt(sip.sendDeviationP99Ms, 1)}); ` +
+            `underrun ${sip.underrunS} s, skipped ticks ${sip.skippedTicks}: ${sip.held ? 'held' : 'NOT held'}`,
+        );
+      }
+    };
     const webIds: string[] = [];
-    const web = await side(
-      s,
-      n,
-      turns,
-      async (i, d) => {
-        const r = await webCall(s, agentId, webSpeech, i, d, turns);
-        if (r.callId) webIds.push(r.callId);
-        return r;
-      },
-      async () => (await Promise.all(webIds.map((id) => endedCall(s, id)))).flatMap((c) => (c.turnMetrics ?? []) as TurnMetrics[]),
-    );
-    const row: LevelRow = { level: n, sip: sips[0] as SipSide, ws: web.side, others: sips.slice(1) };
+    const webs = () =>
+      side(
+        s,
+        n,
+        turns,
+        async (i, d) => {
+          const r = await webCall(s, agentId, webSpeech, i, d, turns);
+          if (r.callId) webIds.push(r.callId);
+          return r;
+        },
+        async () => (await Promise.all(webIds.map((id) => endedCall(s, id)))).flatMap((c) => (c.turnMetrics ?? []) as TurnMetrics[]),
+      );
+    let web: Awaited<ReturnType<typeof webs>>;
+    if (webFirst) {
+      web = await webs();
+      await phones();
+    } else {
+      await phones();
+      web = await webs();
+    }
+    const row: LevelRow = { level: n, first: webFirst ? 'ws' : 'sip', sip: sips[0] as SipSide, ws: web.side, others: sips.slice(1) };
     rows.push(row);
     log(`  WS v2v p50 ${fmt(row.ws.v2vP50Ms)} p95 ${fmt(row.ws.v2vP95Ms)} ms; paired SIP-WS p50 ${fmt(pairedDelta(row))} ms`);
     if (!row.sip.held) {
@@ -614,6 +645,25 @@ printTable(
     `${r.sip.failed}/${r.ws.failed}`,
     r.sip.held ? 'yes' : 'NO',
   ]),
+  0,
+);
+printTable(
+  'Where the engine e2e goes, p50 per part from the call records (ms), SIP / WS; "v2v-e2e" is the transport both ways (the caller\'s last speech to the engine\'s end of speech, the engine\'s first audio to the caller)',
+  ['calls', 'first', 'eou delay', 'recognition', 'first phrase', 'TTS first', 'overhead', 'e2e', 'v2v-e2e'],
+  rows.map((r) => {
+    const both = (a: number, b: number) => `${fmt(a)} / ${fmt(b)}`;
+    return [
+      String(r.level),
+      r.first.toUpperCase(),
+      both(r.sip.parts.eouDelay, r.ws.parts.eouDelay),
+      both(r.sip.parts.recognition, r.ws.parts.recognition),
+      both(r.sip.parts.firstPhrase, r.ws.parts.firstPhrase),
+      both(r.sip.parts.ttsFirstByte, r.ws.parts.ttsFirstByte),
+      both(r.sip.parts.overhead, r.ws.parts.overhead),
+      both(r.sip.e2eP50Ms, r.ws.e2eP50Ms),
+      both(r.sip.v2vP50Ms - r.sip.e2eP50Ms, r.ws.v2vP50Ms - r.ws.e2eP50Ms),
+    ];
+  }),
   0,
 );
 if (targets.length > 1) {
@@ -677,7 +727,7 @@ writeFileSync(
       node: process.version,
       cpus: os.cpus().length,
       timestamp: new Date().toISOString(),
-      config: { mediaThreads: MEDIA_THREADS, wsRate: WS_RATE, setupCalls: SETUP_CALLS, setupRate: SETUP_RATE, setupHoldMs: SETUP_HOLD_MS, levels: LEVELS, turns: TURNS, turnsAt1: TURNS_AT_1, wsChunkMs: WS_CHUNK_MS, pauseMs: PAUSE_MS, staggerMs: STAGGER_MS, serverEnv: SERVER_ENV },
+      config: { mediaThreads: MEDIA_THREADS, sideOrder: SIDE_ORDER, wsRate: WS_RATE, setupCalls: SETUP_CALLS, setupRate: SETUP_RATE, setupHoldMs: SETUP_HOLD_MS, levels: LEVELS, turns: TURNS, turnsAt1: TURNS_AT_1, wsChunkMs: WS_CHUNK_MS, pauseMs: PAUSE_MS, staggerMs: STAGGER_MS, serverEnv: SERVER_ENV },
       goals,
       setup,
       levels: rows,
