@@ -188,6 +188,29 @@ describe.each(mediaDialects())('call transfers, on %s', (dialect) => {
     }
   }, 60_000);
 
+  it('a caller talking over the announcement does not stop the transfer: the words are cut, the REFER still goes out', async () => {
+    const server = suite.server;
+    const target = await baresipCallee({ user: '+15550500008', timeoutS: 40 });
+    const agentId = await transferringAgent(server, '+15550400108', '+15550500008', undefined, { transferOnlyIfHuman: false });
+    await transferSource(server, agentId, target.port, '+15550200108');
+    try {
+      // "Hello world" 0.8 s into the agent's 3 s line: a barge-in (before, the transfer was dropped with the cut turn
+      // and the agent went on to answer the caller).
+      const result = await dial(server, '+15550400108', callerScript([{ silence: 0.8 }, { wav: HELLO }, { silence: 6 }]), 20);
+      expect(result.established, result.log).toBe(true);
+      expect(result.log).toMatch(new RegExp(`transferring call \\S+ to '<sip:\\+15550500008@127\\.0\\.0\\.1:${target.port}>'`));
+      await target.established;
+      const call = await callOf(server, agentId);
+      expect(call).toMatchObject({ type: 'telephony_inbound', status: 'completed', endReason: 'transferred' });
+      // The agent's line was cut short (what the caller heard of it), and the agent said nothing after it.
+      expect(call.transcript).toHaveLength(1);
+      expect(call.transcript[0]).toMatchObject({ role: 'agent', interrupted: true });
+      expect(HOLD_ON.startsWith(call.transcript[0].content.replace(/[.…]+$/, ''))).toBe(true);
+    } finally {
+      await target.stop();
+    }
+  }, 60_000);
+
   it('bridged fallback: a caller refusing REFER is joined to a second call from the transfer source trunk; each hears the other, the target hanging up ends the caller, and the recording covers the bridge', async () => {
     const server = suite.server;
     // The target answers, says its line after 3 s, and hangs up when it is said.

@@ -12,8 +12,9 @@
 //   `interruption` goes out. A backchannel, no words, or no words within `falseInterruptionMs` resumes the agent.
 // - Idle: after the agent's turn, user silence for the idle timeout gets a reprompt, up to maxRetries, then the call
 //   ends with reason `idle_timeout`. sessionTimeoutSeconds ends it with `session_timeout`.
-// - Transfer: once the words before a transfer have played, the host (opts.transfer) carries it out while caller input
-//   is ignored; done, the session ends `transferred`; refused, the agent says why and the conversation goes on.
+// - Transfer: once the words before a transfer have played (or the caller has talked over them), the host
+//   (opts.transfer) carries it out while caller input is ignored; done, the session ends `transferred`; refused, the
+//   agent says why and the conversation goes on.
 import { KEYPAD, keypressText } from './keypad.js';
 import { SampleDecoder, type Encoding } from '../audio/codecs.js';
 import { Resampler, qualityFor } from '../audio/resample.js';
@@ -538,6 +539,9 @@ export class AgentSession {
     this.recordAgent(heard, true);
     this.opts.emit({ type: 'agent_turn_ended', turnId: agent.id, status: 'interrupted', text: heard });
     this.lastDelta = '';
+    // A transfer the agent has decided on goes ahead when the caller talks over its announcement ("Transferring you
+    // now"): the words are cut, the decision is not. What the caller says meanwhile is not a turn (see transfer()).
+    if (agent.transferTo) void this.transfer(agent.transferTo);
   }
 
   private heardOf(agent: AgentTurn): string {
