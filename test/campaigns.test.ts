@@ -213,6 +213,13 @@ describe.each(testDialects())('campaigns on %s', (dialect) => {
     expect(retries.body.data.retries.map((r: any) => r.callId)).toEqual([original.body.data.retryCallId]);
     const retryList = await server.request('GET', `${A}/conversation?campaignIds=${created._id}&callAttemptFilter=retry&offset=100`);
     expect(retryList.body.data.logs.map((l: any) => l.to).sort()).toEqual([recipients[1], recipients[3]]);
+    // The list rows link the attempts as the detail does: the first names its retry, the retry is attempt 1.
+    const rows = new Map(calls.map((c) => [c.callId, c]));
+    const first = rows.get(original.body.data.callId);
+    const second = rows.get(original.body.data.retryCallId);
+    expect(first).toMatchObject({ retryCallId: original.body.data.retryCallId, retryCount: 1, retryAttemptNumber: 0 });
+    expect(second).toMatchObject({ retryCallId: null, retryCount: 0, retryAttemptNumber: 1 });
+    for (const c of completed) expect(c).toMatchObject({ retryCallId: null, retryCount: 0, retryAttemptNumber: 0 });
     const vars = await server.request('GET', `${A}/conversation/${completed[0].callId}`);
     expect(vars.body.data.variables).toMatchObject({ first_name: expect.stringMatching(/^Person[02]$/) });
 

@@ -163,18 +163,68 @@ export async function searchCallLogs(db: Db, actor: Actor, body: unknown): Promi
   return { logs: await callLogs(db, ordered), total: ordered.length, requestedCount: callIds.length };
 }
 
-/** Call rows as call-log entries (one query for the revision numbers). */
+/** Call rows as call-log entries (one query for the revision numbers, a few for campaign retries). */
 async function callLogs(db: Db, rows: CallRow[]): Promise<Record<string, unknown>[]> {
   const revisionIds = [...new Set(rows.map((r) => r.revision_id).filter((id): id is string => id !== null))];
   const numbers = new Map<string, number | null>();
   if (revisionIds.length) {
     for (const r of await db.selectFrom('revisions').select(['id', 'revision_number']).where('id', 'in', revisionIds).execute()) numbers.set(r.id, r.revision_number);
   }
-  return rows.map((row) => callLogDto(row, numbers.get(row.revision_id ?? '') ?? null));
+  const retries = await retryLinks(db, rows.filter((r) => r.type === 'telephony_outbound').map((r) => r.call_id));
+  return rows.map((row) => callLogDto(row, numbers.get(row.revision_id ?? '') ?? null, retries.get(row.call_id) ?? NO_RETRY));
 }
 
-/** One call-log entry: exactly the wire's fields (retries and costs do not exist here yet: 0 / null). */
-function callLogDto(row: CallRow, versionNumber: number | null): Record<string, unknown> {
+/** Where a call stands among a campaign recipient's attempts (a call that is no campaign attempt: NO_RETRY). */
+interface RetryLink {
+  /** The attempt that retried this one (as `GET /conversation/{id}`), once placed. */
+  retryCallId: string | null;
+  /** How many attempts followed this one. */
+  retryCount: number;
+  /** 0 for a first attempt, n for the n-th retry. */
+  retryAttemptNumber: number;
+}
+const NO_RETRY: RetryLink = { retryCallId: null, retryCount: 0, retryAttemptNumber: 0 };
+/** The longest chain of attempts followed (a campaign's maxRetries is at most 10). */
+const MAX_ATTEMPTS = 11;
+
+/** Retry links of outbound calls: their attempts before and after, followed a level per query in each direction. */
+async function retryLinks(db: Db, callIds: string[]): Promise<Map<string, RetryLink>> {
+  const out = new Map<string, RetryLink>();
+  if (!callIds.length) return out;
+  const parentOf = new Map<string, string>();
+  const childOf = new Map<string, string>();
+  // Backwards: each call's retry_of, then theirs.
+  let back = callIds;
+  for (let i = 0; i < MAX_ATTEMPTS && back.length; i++) {
+    const found = await db.selectFrom('outbound_calls').select(['call_id', 'retry_of']).where('call_id', 'in', back).where('retry_of', 'is not', null).execute();
+    back = [];
+    for (const r of found) {
+      parentOf.set(r.call_id, r.retry_of as string);
+      if (!parentOf.has(r.retry_of as string)) back.push(r.retry_of as string);
+    }
+  }
+  // Forwards: the call retrying each, then the one retrying that.
+  let ahead = callIds;
+  for (let i = 0; i < MAX_ATTEMPTS && ahead.length; i++) {
+    const found = await db.selectFrom('outbound_calls').select(['call_id', 'retry_of']).where('retry_of', 'in', ahead).execute();
+    ahead = [];
+    for (const r of found) {
+      childOf.set(r.retry_of as string, r.call_id);
+      ahead.push(r.call_id);
+    }
+  }
+  for (const id of callIds) {
+    let attempt = 0;
+    for (let p = parentOf.get(id); p !== undefined && attempt < MAX_ATTEMPTS; p = parentOf.get(p)) attempt++;
+    let after = 0;
+    for (let c = childOf.get(id); c !== undefined && after < MAX_ATTEMPTS; c = childOf.get(c)) after++;
+    if (attempt || after) out.set(id, { retryCallId: childOf.get(id) ?? null, retryCount: after, retryAttemptNumber: attempt });
+  }
+  return out;
+}
+
+/** One call-log entry: exactly the wire's fields (costs do not exist here: 0). */
+function callLogDto(row: CallRow, versionNumber: number | null, retry: RetryLink): Record<string, unknown> {
   const metrics = parseJson<CallMetrics>(row.metrics);
   const analytics = postCallAnalytics(metrics);
   return {
@@ -189,7 +239,7 @@ function callLogDto(row: CallRow, versionNumber: number | null): Record<string, 
     recordingUrl: row.recording_mono ? recordingIdentifier(row.recording_mono) : null,
     recordingDualUrl: row.recording_dual ? recordingIdentifier(row.recording_dual) : null,
     disconnectionReason: row.end_reason,
-    retryCount: 0,
+    retryCount: retry.retryCount,
     createdAt: row.created_at,
     dispositionMetrics: Array.isArray(analytics?.dispositionMetrics) ? analytics.dispositionMetrics : [],
     callFailureReason: row.status === 'failed' ? row.end_reason : null,
@@ -197,8 +247,8 @@ function callLogDto(row: CallRow, versionNumber: number | null): Record<string, 
     versionId: row.revision_id,
     versionNumber,
     isTest: Boolean(row.is_test),
-    retryCallId: null,
-    retryAttemptNumber: 0,
+    retryCallId: retry.retryCallId,
+    retryAttemptNumber: retry.retryAttemptNumber,
     postCallAnalytics: analytics,
     turnLatencyMetrics: turnLatencyMetrics(metrics, row.updated_at, row.started_at),
   };
