@@ -57,7 +57,7 @@ export class PhoneCall {
     };
     rtp.onDtmf = (digit) => this.keypad.press(digit);
     rtp.onMediaTimeout = () => {
-      this.logger.info({ callId: dialog.callId }, 'phone call media timeout: no RTP from the caller');
+      this.logger.info({ callId: this.call?.callId ?? null, sipCallId: dialog.callId }, 'phone call media timeout: no RTP from the caller');
       this.end('media_timeout');
     };
     // A re-INVITE (or UPDATE) that holds the call stops the media timeout while the caller sends nothing.
@@ -65,7 +65,7 @@ export class PhoneCall {
       rtp.peerSending = peerSends(dialog.remoteSdp);
     });
     rtp.onError = (err) => {
-      this.logger.warn({ err: err.message, callId: dialog.callId }, 'phone call media error');
+      this.logger.warn({ err: err.message, callId: this.call?.callId ?? null, sipCallId: dialog.callId }, 'phone call media error');
       // The leg itself is gone (its worker died): the caller hears nothing any more, so the call ends.
       if (rtp.isClosed && !this.closed) this.end('media_error');
     };
