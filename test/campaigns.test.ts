@@ -175,7 +175,18 @@ describe.each(testDialects())('campaigns on %s', (dialect) => {
     expect(running.status).toBe(409);
     expect(running.body.errors.join(' ')).toMatch(/pause it before deleting it/);
 
-    const done = await waitForCampaign(server, created._id, 'completed', 60_000);
+    // While it runs: every call seen answered (in progress or completed) counts as connected in a read made after it,
+    // without waiting for the call to end and the runner to write its outcome.
+    let sawAnswered = 0;
+    for (const until = Date.now() + 60_000; Date.now() < until; await sleep(100)) {
+      const answeredNow = (await campaignCalls(server, created._id)).filter((c) => c.status === 'in_progress' || c.status === 'completed').length;
+      const c = await campaign(server, created._id);
+      expect(c.metrics.contacts_connected, `${answeredNow} calls answered`).toBeGreaterThanOrEqual(answeredNow);
+      if (answeredNow && c.campaign.status === 'running') sawAnswered++;
+      if (c.campaign.status === 'completed') break;
+    }
+    expect(sawAnswered, 'the campaign was read while answered calls were going on').toBeGreaterThan(0);
+    const done = await waitForCampaign(server, created._id, 'completed', 1000);
     expect(done.metrics).toEqual({ total_participants: 4, contacts_called: 4, contacts_connected: 2 });
     expect(done.campaign).toMatchObject({ participantsCount: 4, retryAttempts: 2, agent: { _id: agentId }, audience: { _id: audienceId } });
     expect(done.events.map((e: any) => [e.eventAction, e.triggerSource])).toEqual([['created', 'user'], ['started', 'user'], ['completed', 'system']]);

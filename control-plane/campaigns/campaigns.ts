@@ -70,18 +70,22 @@ interface Counts {
 
 async function countsOf(q: Db | Tx, campaignIds: string[]): Promise<Map<string, Counts>> {
   if (!campaignIds.length) return new Map();
+  // Connected: an attempt answered: the recipient's `connected` (set with its outcome by the runner's next pass), or
+  // its last call in progress or completed (answered, its outcome not yet written), so the count does not wait for
+  // answered calls to end and be swept.
   const rows = await q
-    .selectFrom('campaign_recipients')
+    .selectFrom('campaign_recipients as r')
+    .leftJoin('calls as c', 'c.call_id', 'r.last_call_id')
     .select([
-      'campaign_id',
+      'r.campaign_id',
       (eb) => eb.fn.countAll().as('total'),
-      sql<number>`sum(case when attempts > 0 then 1 else 0 end)`.as('called'),
-      sql<number>`sum(connected)`.as('connected'),
-      sql<number>`sum(case when attempts > 1 then attempts - 1 else 0 end)`.as('retries'),
-      sql<number>`sum(case when outcome = 'canceled' then 1 else 0 end)`.as('canceled'),
+      sql<number>`sum(case when r.attempts > 0 then 1 else 0 end)`.as('called'),
+      sql<number>`sum(case when r.connected = 1 or c.status in ('in_progress', 'completed') then 1 else 0 end)`.as('connected'),
+      sql<number>`sum(case when r.attempts > 1 then r.attempts - 1 else 0 end)`.as('retries'),
+      sql<number>`sum(case when r.outcome = 'canceled' then 1 else 0 end)`.as('canceled'),
     ])
-    .where('campaign_id', 'in', campaignIds)
-    .groupBy('campaign_id')
+    .where('r.campaign_id', 'in', campaignIds)
+    .groupBy('r.campaign_id')
     .execute();
   return new Map(
     rows.map((r) => [r.campaign_id, { total: Number(r.total), called: Number(r.called ?? 0), connected: Number(r.connected ?? 0), retries: Number(r.retries ?? 0), canceled: Number(r.canceled ?? 0) }]),
