@@ -233,8 +233,8 @@ interface PaceCommands {
 /** The pace shared by every process on one Redis: one key per carrier key under `prefix` (default `parley:pace:`). */
 export class RedisPacer implements Pacer {
   /**
-   * Per key, the slot this process took last: its Redis time, and the same moment on this process's clock
-   * (performance.now(); for a take answered at once, when it was asked for).
+   * Per key, the slot this process took last: its Redis time, and when to send it on this process's clock
+   * (performance.now(): when Redis ran the take, mapped by RedisClock, plus the slot's wait; a slot already due, then).
    */
   private readonly taken = new Map<string, { slot: number; at: number }>();
   private readonly clock = new RedisClock();
@@ -285,8 +285,7 @@ export class RedisPacer implements Pacer {
 
   /**
    * Only a send more than SEND_SLACK_MS after its slot's local time moves the next slot: to the slot's Redis time plus
-   * that lateness (this process's clock, so a stall while Redis's answer waited unread counts too; the round trip is in
-   * it) plus the interval less SEND_SLACK_MS. An on-time send costs no round trip, and the delay of this message itself
+   * that lateness (this process's clock, so a stall while Redis's answer waited unread counts too) plus the interval less SEND_SLACK_MS. An on-time send costs no round trip, and the delay of this message itself
    * does not count.
    */
   async sent(key: string, cps: number): Promise<void> {
