@@ -29,11 +29,16 @@ async function canBind(host: string, port: number): Promise<boolean> {
   });
 }
 
-/** A random high port free for both UDP and TCP on `host` (30000-59999, clear of RTP's default 10000-20000). */
+/**
+ * A random port free for both UDP and TCP on `host`, with the next one free too (baresip listens for SIP/TLS on
+ * sip_listen + 1). From 61000-64999 (room above for a peer's next ports): clear of RTP's ranges (10000-20000, the
+ * peers' 20000-29999) and of Linux's ephemeral ports (32768-60999), which an outgoing connection could take between
+ * this check and the peer's bind (a CI run lost a baresip that way: its TLS port, 52285, was in use).
+ */
 export async function freePort(host = PEER_HOST): Promise<number> {
   for (let i = 0; i < 50; i++) {
-    const port = 30000 + Math.floor(Math.random() * 30000);
-    if (await canBind(host, port)) return port;
+    const port = 61000 + Math.floor(Math.random() * 4000);
+    if ((await canBind(host, port)) && (await canBind(host, port + 1))) return port;
   }
   throw new Error('no free port found');
 }
