@@ -6,6 +6,9 @@
 //     BENCH_SETUP_RATE per second to the number; each call is answered, held BENCH_SETUP_HOLD_MS and hung up. Set-up =
 //     INVITE sent -> 200 OK received, from the timestamps of sipp's own message trace (microseconds).
 //  2. Voice to voice, per level of concurrent calls (BENCH_LEVELS): N phone callers, then N web callers (BENCH_SIDE_ORDER).
+//     With BENCH_SIDE_ORDER=mixed, a level of N >= 2 runs N phone calls alone (held, RTP timing), then N calls at once,
+//     half phone and half web, started alternately (the pairs speak the same sentences at about the same moments), so
+//     both sides meet the same CPU contention and the comparison is not a matter of which side ran first.
 //     A phone caller is this process speaking SIP over UDP (INVITE with a PCMU offer, ACK, BYE) and RTP: it sends a
 //     20 ms PCMU packet every 20 ms on a drift-corrected clock (silence, or a sentence synthesised once up front at
 //     8 kHz through POST /waves/v1/tts and trimmed at -45 dBFS), waits for the agent's greeting, then BENCH_TURNS times
@@ -30,7 +33,7 @@
 //     pacing at cpsLimit 50 with one server and with two sharing PostgreSQL and Redis, and outbound answer -> first
 //     agent audio.
 // Env: BENCH_SETUP_CALLS (60), BENCH_SETUP_RATE (4), BENCH_SETUP_HOLD_MS (500), BENCH_LEVELS (1,4,8,12,16),
-// BENCH_TURNS (4), BENCH_TURNS_AT_1 (16), BENCH_SIDE_ORDER (sip, ws or alternate: which side runs first at each level; sip), BENCH_PAUSE_MS (1000), BENCH_STAGGER_MS (2000), BENCH_WS_RATE (8000 or 16000; 8000),
+// BENCH_TURNS (4), BENCH_TURNS_AT_1 (16), BENCH_SIDE_ORDER (sip, ws, alternate or mixed: which side runs first at each level, or both at once; sip), BENCH_PAUSE_MS (1000), BENCH_STAGGER_MS (2000), BENCH_WS_RATE (8000 or 16000; 8000),
 // BENCH_MEDIA_THREADS (worker; a comma list of worker and main), BENCH_CALLER_NICE (-10: the callers' nice value once the
 // servers run, where allowed, so the bench's own scheduling stays out of the RTP timing; 0 leaves it).
 import dgram from 'node:dgram';
@@ -89,7 +92,7 @@ if (WS_RATE !== 8000 && WS_RATE !== 16000) throw new Error('BENCH_WS_RATE must b
  * it; running both orders tells that from the leg's own cost.
  */
 const SIDE_ORDER = process.env.BENCH_SIDE_ORDER ?? 'sip';
-if (!['sip', 'ws', 'alternate'].includes(SIDE_ORDER)) throw new Error('BENCH_SIDE_ORDER must be sip, ws or alternate');
+if (!['sip', 'ws', 'alternate', 'mixed'].includes(SIDE_ORDER)) throw new Error('BENCH_SIDE_ORDER must be sip, ws, alternate or mixed');
 const MEDIA_THREADS = (process.env.BENCH_MEDIA_THREADS ?? 'worker').split(',').map((m) => m.trim());
 if (!MEDIA_THREADS.length || MEDIA_THREADS.some((m) => m !== 'worker' && m !== 'main') || new Set(MEDIA_THREADS).size !== MEDIA_THREADS.length) {
   throw new Error('BENCH_MEDIA_THREADS must be a comma list of distinct values, each worker or main');
@@ -396,7 +399,7 @@ async function phoneRecords(server: TestServer, seen: Set<string>): Promise<Turn
 /** The median over (caller i, turn k), both sides having that turn, of SIP v2v minus WS v2v: the same sentence. */
 function pairedDelta(row: LevelRow): number {
   const d: number[] = [];
-  row.sip.v2vByCall.forEach((sip, i) => sip.forEach((x, k) => {
+  sipCompared(row).v2vByCall.forEach((sip, i) => sip.forEach((x, k) => {
     const w = row.ws.v2vByCall[i]?.[k];
     if (typeof w === 'number') d.push(x - w);
   }));
@@ -424,18 +427,35 @@ type SipSide = Side & { mediaThread: string; deviationP99Ms: number; deviationMa
 
 interface LevelRow {
   level: number;
-  /** Which side ran first at this level (BENCH_SIDE_ORDER). */
-  first: 'sip' | 'ws';
+  /** Which side ran first at this level (BENCH_SIDE_ORDER), or `mixed`: both at once. */
+  first: 'sip' | 'ws' | 'mixed';
+  /** The N phone calls alone: whether the level is held, and the RTP timing. */
   sip: SipSide;
   ws: Side;
+  /** BENCH_SIDE_ORDER=mixed: the phone half of the N calls run at once with `ws`; compared with it instead of `sip`. */
+  sipMixed?: Side;
   /** The same phone calls against the servers of the other BENCH_MEDIA_THREADS values. */
   others: SipSide[];
 }
 
-async function side(server: TestServer, n: number, turns: number, run: (i: number, delay: number) => Promise<CallResult>, records: () => Promise<TurnMetrics[]>): Promise<{ side: Side; results: CallResult[] }> {
+/** The side the web calls of a row are compared with. */
+const sipCompared = (row: LevelRow): Side => row.sipMixed ?? row.sip;
+
+/**
+ * n calls, caller i starting after delay(i) (by default spread evenly over BENCH_STAGGER_MS). Caller i speaks sentence
+ * i + k at its turn k.
+ */
+async function side(
+  server: TestServer,
+  n: number,
+  turns: number,
+  run: (i: number, delay: number) => Promise<CallResult>,
+  records: () => Promise<TurnMetrics[]>,
+  delay: (i: number) => number = (i) => (n > 1 ? Math.round((i * STAGGER_MS) / n) : 0),
+): Promise<{ side: Side; results: CallResult[] }> {
   const cpu0 = procCpuSeconds(server.proc.pid);
   const t0 = performance.now();
-  const results = await Promise.all(Array.from({ length: n }, (_, i) => run(i, n > 1 ? Math.round((i * STAGGER_MS) / n) : 0)));
+  const results = await Promise.all(Array.from({ length: n }, (_, i) => run(i, delay(i))));
   const serverCpuPct = r1(((procCpuSeconds(server.proc.pid) - cpu0) / ((performance.now() - t0) / 1000)) * 100);
   const metrics = await records();
   const failed = results.filter((r) => r.error || r.turnsDone < turns);
@@ -557,9 +577,15 @@ try {
 
   for (const n of LEVELS) {
     const turns = n === 1 ? TURNS_AT_1 : TURNS;
+    const mixed = SIDE_ORDER === 'mixed' && n > 1;
     const webFirst = SIDE_ORDER === 'ws' || (SIDE_ORDER === 'alternate' && LEVELS.indexOf(n) % 2 === 1);
     const phoneText = `${n} phone call(s) x ${turns} turns${targets.length > 1 ? ` against each server (${MEDIA_THREADS.join(', ')})` : ''}`;
-    log(`level ${n}: ${webFirst ? `${n} web call(s), then ${phoneText}` : `${phoneText}, then ${n} web call(s)`}`);
+    const webCount = mixed ? Math.floor(n / 2) : n;
+    log(
+      `level ${n}: ${
+        mixed ? `${phoneText}, then ${n - webCount} phone and ${webCount} web calls at once` : webFirst ? `${n} web call(s), then ${phoneText}` : `${phoneText}, then ${n} web call(s)`
+      }`,
+    );
     const sips: SipSide[] = [];
     const phones = async () => {
       for (const t of targets) {
@@ -572,10 +598,12 @@ try {
       }
     };
     const webIds: string[] = [];
+    // Mixed: phone caller j starts at slot 2j of the spread and web caller j at slot 2j + 1 (the same sentences).
+    const slot = (k: number) => Math.round((k * STAGGER_MS) / n);
     const webs = () =>
       side(
         s,
-        n,
+        webCount,
         turns,
         async (i, d) => {
           const r = await webCall(s, agentId, webSpeech, i, d, turns);
@@ -583,16 +611,28 @@ try {
           return r;
         },
         async () => (await Promise.all(webIds.map((id) => endedCall(s, id)))).flatMap((c) => (c.turnMetrics ?? []) as TurnMetrics[]),
+        mixed ? (i) => slot(2 * i + 1) : undefined,
       );
     let web: Awaited<ReturnType<typeof webs>>;
-    if (webFirst) {
+    let sipMixed: Side | undefined;
+    if (mixed) {
+      await phones();
+      const [together, w] = await Promise.all([
+        side(s, n - webCount, turns, (i, d) => phoneCall(s, phoneSpeech, i, d, turns), () => phoneRecords(s, seen), (i) => slot(2 * i)),
+        webs(),
+      ]);
+      primary.counters = await mediaCounters(s);
+      sipMixed = together.side;
+      web = w;
+      log(`  mixed: SIP v2v p50 ${fmt(sipMixed.v2vP50Ms)} p95 ${fmt(sipMixed.v2vP95Ms)} ms`);
+    } else if (webFirst) {
       web = await webs();
       await phones();
     } else {
       await phones();
       web = await webs();
     }
-    const row: LevelRow = { level: n, first: webFirst ? 'ws' : 'sip', sip: sips[0] as SipSide, ws: web.side, others: sips.slice(1) };
+    const row: LevelRow = { level: n, first: mixed ? 'mixed' : webFirst ? 'ws' : 'sip', sip: sips[0] as SipSide, ws: web.side, sipMixed, others: sips.slice(1) };
     rows.push(row);
     log(`  WS v2v p50 ${fmt(row.ws.v2vP50Ms)} p95 ${fmt(row.ws.v2vP95Ms)} ms; paired SIP-WS p50 ${fmt(pairedDelta(row))} ms`);
     if (!row.sip.held) {
@@ -621,28 +661,29 @@ const outbound = failure || process.env.BENCH_OUTBOUND === '0' ? null : await ou
 console.log(`\nPhone calls over SIP/RTP (media thread ${MEDIA_THREADS[0]}) beside web calls at ${WS_RATE} Hz (node ${process.version}, ${os.cpus().length} CPUs, ${TURNS} turns per caller (${TURNS_AT_1} at 1 call), web chunks ${WS_CHUNK_MS} ms, pause ${PAUSE_MS} ms, start spread ${STAGGER_MS} ms)`);
 if (setup) console.log(`\nCall set-up (sipp uac, ${SETUP_CALLS} calls at ${SETUP_RATE}/s): INVITE -> 200 OK p50 ${fmt(setup.p50, 1)} ms, p95 ${fmt(setup.p95, 1)} ms, max ${fmt(setup.max, 1)} ms over ${setup.calls} answered calls; finals ${JSON.stringify(setup.statuses)}`);
 printTable(
-  'Voice to voice (caller stops speaking -> first agent audio at the caller), ms; engine e2e from the call records; SIP media quality',
-  ['calls', 'turns', 'SIP v2v p50', 'SIP v2v p95', 'WS v2v p50', 'WS v2v p95', 'SIP-WS p50', 'paired SIP-WS p50', 'SIP e2e p50', 'WS e2e p50', 'SIP setup p50', 'RTP dev p99', 'RTP dev max', 'send dev p99', 'underrun s', 'skipped', 'srv CPU SIP', 'srv CPU WS', 'failed SIP/WS', 'held'],
+  'Voice to voice (caller stops speaking -> first agent audio at the caller), ms; engine e2e from the call records; SIP media quality (of the phone calls alone); with BENCH_SIDE_ORDER=mixed the SIP and WS columns are the half-and-half run, "SIP alone" the phone calls alone',
+  ['calls', 'turns', 'SIP v2v p50', 'SIP v2v p95', 'WS v2v p50', 'WS v2v p95', 'SIP-WS p50', 'paired SIP-WS p50', 'SIP e2e p50', 'WS e2e p50', 'SIP alone v2v p50/p95', 'SIP setup p50', 'RTP dev p99', 'RTP dev max', 'send dev p99', 'underrun s', 'skipped', 'srv CPU SIP', 'srv CPU WS', 'failed SIP/WS', 'held'],
   rows.map((r) => [
     String(r.level),
-    String(r.sip.turns),
-    fmt(r.sip.v2vP50Ms),
-    fmt(r.sip.v2vP95Ms),
+    String(sipCompared(r).turns),
+    fmt(sipCompared(r).v2vP50Ms),
+    fmt(sipCompared(r).v2vP95Ms),
     fmt(r.ws.v2vP50Ms),
     fmt(r.ws.v2vP95Ms),
-    fmt(r.sip.v2vP50Ms - r.ws.v2vP50Ms),
+    fmt(sipCompared(r).v2vP50Ms - r.ws.v2vP50Ms),
     fmt(pairedDelta(r)),
-    fmt(r.sip.e2eP50Ms),
+    fmt(sipCompared(r).e2eP50Ms),
     fmt(r.ws.e2eP50Ms),
+    r.sipMixed ? `${fmt(r.sip.v2vP50Ms)} / ${fmt(r.sip.v2vP95Ms)}` : '(same)',
     fmt(r.sip.setupP50Ms, 1),
     fmt(r.sip.deviationP99Ms, 1),
     fmt(r.sip.deviationMaxMs, 1),
     fmt(r.sip.sendDeviationP99Ms, 1),
     String(r.sip.underrunS),
     String(r.sip.skippedTicks),
-    `${fmt(r.sip.serverCpuPct)}%`,
+    `${fmt(sipCompared(r).serverCpuPct)}%`,
     `${fmt(r.ws.serverCpuPct)}%`,
-    `${r.sip.failed}/${r.ws.failed}`,
+    `${sipCompared(r).failed}/${r.ws.failed}`,
     r.sip.held ? 'yes' : 'NO',
   ]),
   0,
@@ -652,16 +693,17 @@ printTable(
   ['calls', 'first', 'eou delay', 'recognition', 'first phrase', 'TTS first', 'overhead', 'e2e', 'v2v-e2e'],
   rows.map((r) => {
     const both = (a: number, b: number) => `${fmt(a)} / ${fmt(b)}`;
+    const sip = sipCompared(r);
     return [
       String(r.level),
       r.first.toUpperCase(),
-      both(r.sip.parts.eouDelay, r.ws.parts.eouDelay),
-      both(r.sip.parts.recognition, r.ws.parts.recognition),
-      both(r.sip.parts.firstPhrase, r.ws.parts.firstPhrase),
-      both(r.sip.parts.ttsFirstByte, r.ws.parts.ttsFirstByte),
-      both(r.sip.parts.overhead, r.ws.parts.overhead),
-      both(r.sip.e2eP50Ms, r.ws.e2eP50Ms),
-      both(r.sip.v2vP50Ms - r.sip.e2eP50Ms, r.ws.v2vP50Ms - r.ws.e2eP50Ms),
+      both(sip.parts.eouDelay, r.ws.parts.eouDelay),
+      both(sip.parts.recognition, r.ws.parts.recognition),
+      both(sip.parts.firstPhrase, r.ws.parts.firstPhrase),
+      both(sip.parts.ttsFirstByte, r.ws.parts.ttsFirstByte),
+      both(sip.parts.overhead, r.ws.parts.overhead),
+      both(sip.e2eP50Ms, r.ws.e2eP50Ms),
+      both(sip.v2vP50Ms - sip.e2eP50Ms, r.ws.v2vP50Ms - r.ws.e2eP50Ms),
     ];
   }),
   0,
@@ -679,7 +721,7 @@ if (targets.length > 1) {
     0,
   );
 }
-for (const r of rows) for (const e of [...r.others.flatMap((o) => o.errors.map((x) => `SIP (${o.mediaThread}): ${x}`)), ...r.sip.errors.map((x) => `SIP: ${x}`), ...r.ws.errors.map((x) => `WS: ${x}`)].slice(0, 4)) console.log(`  ${r.level} calls: ${e.slice(0, 300)}`);
+for (const r of rows) for (const e of [...r.others.flatMap((o) => o.errors.map((x) => `SIP (${o.mediaThread}): ${x}`)), ...r.sip.errors.map((x) => `SIP: ${x}`), ...(r.sipMixed?.errors ?? []).map((x) => `SIP (mixed): ${x}`), ...r.ws.errors.map((x) => `WS: ${x}`)].slice(0, 4)) console.log(`  ${r.level} calls: ${e.slice(0, 300)}`);
 if (stoppedBecause) console.log(`  stopped: ${stoppedBecause}`);
 
 const held = rows.filter((r) => r.sip.held && rows.every((x) => x.level > r.level || x.sip.held));
@@ -689,11 +731,14 @@ const met = (x: boolean | null) => (x === null ? 'n/a' : x ? 'MET' : 'MISSED');
 const goals = {
   setupP50Ms: setup?.p50 ?? null,
   setupMet: setup ? setup.p50 <= GOAL_SETUP_P50_MS : null,
-  v2vDeltaAt1Ms: one ? r1(one.sip.v2vP50Ms - one.ws.v2vP50Ms) : null,
-  v2vDeltaAtMaxMs: maxHeld ? r1(maxHeld.sip.v2vP50Ms - maxHeld.ws.v2vP50Ms) : null,
+  v2vDeltaAt1Ms: one ? r1(sipCompared(one).v2vP50Ms - one.ws.v2vP50Ms) : null,
+  v2vDeltaAtMaxMs: maxHeld ? r1(sipCompared(maxHeld).v2vP50Ms - maxHeld.ws.v2vP50Ms) : null,
   v2vPairedDeltaAt1Ms: one ? pairedDelta(one) : null,
   v2vPairedDeltaAtMaxMs: maxHeld ? pairedDelta(maxHeld) : null,
-  v2vMet: one && maxHeld ? one.sip.v2vP50Ms - one.ws.v2vP50Ms <= GOAL_V2V_DELTA_MS && maxHeld.sip.v2vP50Ms - maxHeld.ws.v2vP50Ms <= GOAL_V2V_DELTA_MS : null,
+  v2vMet:
+    one && maxHeld
+      ? sipCompared(one).v2vP50Ms - one.ws.v2vP50Ms <= GOAL_V2V_DELTA_MS && sipCompared(maxHeld).v2vP50Ms - maxHeld.ws.v2vP50Ms <= GOAL_V2V_DELTA_MS
+      : null,
   deviationP99AtMaxMs: maxHeld?.sip.deviationP99Ms ?? null,
   sendDeviationP99AtMaxMs: maxHeld?.sip.sendDeviationP99Ms ?? null,
   deviationMet: maxHeld ? maxHeld.sip.deviationP99Ms <= GOAL_DEVIATION_P99_MS : null,
