@@ -171,6 +171,17 @@ async function inferenceMeter(server: TestServer): Promise<() => Promise<Record<
   };
 }
 
+/** Starts counting live recognitions by encoder window; the returned function gives the short window's share since, %. */
+async function windowMeter(server: TestServer): Promise<() => Promise<number>> {
+  const scrape = async () => parseCounters((await server.request('GET', '/metrics', { key: null })).text, 'parley_stt_live_recognitions_total', 'window');
+  const before = await scrape();
+  return async () => {
+    const after = await scrape();
+    const d = (w: string) => (after.get(w) ?? 0) - (before.get(w) ?? 0);
+    return d('short') + d('full') > 0 ? r1((d('short') / (d('short') + d('full'))) * 100) : NaN;
+  };
+}
+
 /** Share of the level's inference time (wait + run, all kinds) spent waiting for a slot, %. */
 function waitSharePct(inference: Record<string, InferenceKindRow>): number {
   const rows = Object.values(inference);
@@ -341,6 +352,8 @@ interface VoiceRow {
   /** Per inference job kind over the level (kinds with no job left out). */
   inference: Record<string, InferenceKindRow>;
   inferenceWaitSharePct: number;
+  /** Live recognitions that ran with the short encoder window (PARLEY_STT_SHORT_WINDOW), %. */
+  shortWindowPct: number;
   /** The 100 ms queue samples: machine CPU while jobs waited for a slot, and otherwise. */
   queue: QueueSample;
   wallS: number;
@@ -352,6 +365,7 @@ interface VoiceRow {
 
 async function voiceLevel(server: TestServer, agentId: string, speechSet: Speech[], n: number, turns: number): Promise<{ row: VoiceRow; sessions: VoiceSession[] }> {
   const inferenceSince = await inferenceMeter(server);
+  const windowsSince = await windowMeter(server);
   const cpu = cpuMeter(server);
   const sampled = queueSampler(async () => (await server.request('GET', '/metrics', { key: null })).text);
   const t0 = performance.now();
@@ -360,6 +374,7 @@ async function voiceLevel(server: TestServer, agentId: string, speechSet: Speech
   const { serverPct, clientPct, machinePct } = cpu();
   const queue = await sampled();
   const inference = await inferenceSince();
+  const shortWindowPct = await windowsSince();
   const m = sessions.flatMap((s) => s.metrics);
   const pace = sessions.flatMap((s) => s.pacing);
   const failed = sessions.filter((s) => s.error);
@@ -397,6 +412,7 @@ async function voiceLevel(server: TestServer, agentId: string, speechSet: Speech
     machineCpuPct: machinePct,
     inference,
     inferenceWaitSharePct: waitSharePct(inference),
+    shortWindowPct,
     queue,
     wallS,
     e2eP50OverC1: null,
@@ -539,7 +555,7 @@ try {
     const { row, sessions } = await voiceLevel(s, agentId, speechSet, n, TURNS);
     voiceRows.push(row);
     voiceDetail[String(n)] = sessions;
-    log(`  ${row.refusedSessions ? `${row.refusedSessions} refused (503), ` : ''}e2e p50 ${fmt(row.e2eP50Ms)} p95 ${fmt(row.e2eP95Ms)} ms, overhead p95 ${fmt(row.overheadP95Ms, 1)} ms, underruns ${row.underrunTurns}/${row.agentTurns}, server CPU ${fmt(row.serverCpuPct)}%, machine CPU ${fmt(row.machineCpuPct)}%, inference waiting ${fmt(row.inferenceWaitSharePct)}% (machine CPU ${fmt(row.queue.cpuWhileWaitingPct)}% while jobs wait): ${row.keepsUp ? 'keeps up' : `falls behind (${row.why.join('; ')})`}`);
+    log(`  ${row.refusedSessions ? `${row.refusedSessions} refused (503), ` : ''}e2e p50 ${fmt(row.e2eP50Ms)} p95 ${fmt(row.e2eP95Ms)} ms, overhead p95 ${fmt(row.overheadP95Ms, 1)} ms, underruns ${row.underrunTurns}/${row.agentTurns}, server CPU ${fmt(row.serverCpuPct)}%, machine CPU ${fmt(row.machineCpuPct)}%, inference waiting ${fmt(row.inferenceWaitSharePct)}% (machine CPU ${fmt(row.queue.cpuWhileWaitingPct)}% while jobs wait), short window ${fmt(row.shortWindowPct)}% of live recognitions: ${row.keepsUp ? 'keeps up' : `falls behind (${row.why.join('; ')})`}`);
     return row;
   };
   const overBudget = (n: number) => {
@@ -607,7 +623,7 @@ console.log(
 
 printTable(
   'Voice (webcall, 16 kHz): engine per-turn metrics (ms) from the call records, client e2e and output pacing measured by the callers',
-  ['sessions', 'refused', 'turns', 'e2e p50', 'e2e p95', 'x c=1', 'client e2e p50', 'eou p50', 'recog p50', 'recog p95', 'brain tok p50', 'tts 1st p50', 'tts 1st p95', 'ovh p50', 'ovh p95', 'ovh max', 'underrun turns', 'max deficit', 'span/audio', 'srv CPU', 'cli CPU', 'machine CPU', 'keeps up'],
+  ['sessions', 'refused', 'turns', 'e2e p50', 'e2e p95', 'x c=1', 'client e2e p50', 'eou p50', 'recog p50', 'recog p95', 'brain tok p50', 'tts 1st p50', 'tts 1st p95', 'ovh p50', 'ovh p95', 'ovh max', 'underrun turns', 'max deficit', 'span/audio', 'short window', 'srv CPU', 'cli CPU', 'machine CPU', 'keeps up'],
   voiceRows.map((r) => [
     String(r.sessions),
     String(r.refusedSessions),
@@ -628,6 +644,7 @@ printTable(
     `${r.underrunTurns}/${r.agentTurns}`,
     fmt(r.maxDeficitMs),
     fmt(r.spanOverAudioP50, 3),
+    `${fmt(r.shortWindowPct)}%`,
     `${fmt(r.serverCpuPct)}%`,
     `${fmt(r.clientCpuPct)}%`,
     `${fmt(r.machineCpuPct)}%`,

@@ -16,9 +16,10 @@
 // near 15 min on 2 cores; latency depends on it), BENCH_POST_CONCURRENCY (default 2 = the server's inference slots),
 // BENCH_LATENCY_N (default 40; 0 skips), BENCH_SILENCE_MS (default 1000), BENCH_EOU_MS (optional eou_timeout_ms),
 // BENCH_PARTS (default raw,post,ws1,ws: which parts run), BENCH_BEAMS (default 5: the raw model and PARLEY_STT_BEAMS),
-// BENCH_LIVE_BEAMS (default 1: PARLEY_STT_LIVE_BEAMS, the server default), BENCH_SHORT_WINDOW (default true: the raw
-// model and PARLEY_STT_SHORT_WINDOW, Whisper's shorter encoder window for clips up to 5 s; false for the 30 s window
-// every time, to compare on the same build), BENCH_EOU_COMPARE_MS (optional: the
+// BENCH_LIVE_BEAMS (default 1: PARLEY_STT_LIVE_BEAMS, the server default), BENCH_SHORT_WINDOW (PARLEY_STT_SHORT_WINDOW:
+// busy, the server's default, Whisper's shorter encoder window only for a live recognition others wait behind, the
+// raw model keeping 30 s; false, the 30 s window every time; true, the shorter window for every greedy clip up to 5 s,
+// also for the raw model; the share of live recognitions that ran short is printed), BENCH_EOU_COMPARE_MS (optional: the
 // one-socket part also streams every prompt with eou_timeout_ms set to this, alternating with the run without it,
 // so the adaptive end of utterance and a fixed silence are compared side by side).
 import { intEnv, stopAndCollectProblems, UNCAPPED_SESSIONS } from './lib/harness.js';
@@ -32,6 +33,7 @@ import { encodeLinear16 } from '../engine/audio/codecs.js';
 import { readWav } from '../engine/audio/wav.js';
 import { WHISPER_MAX_SAMPLES, WhisperRecognizer } from '../engine/models/whisper/index.js';
 import { ROOT, freshStore, startServer, type TestServer } from '../test/support/server.js';
+import { parseCounters } from './lib/prom.js';
 import { asteriskCorpusAvailable, listAsteriskPrompts, loadPrompt16k, splitAtPauses, type AsteriskPrompt } from './lib/asterisk-corpus.js';
 import { errorCount, scoreText, sumErrors, wer, type NormalizeMode, type WordErrors } from './lib/wer.js';
 import { printTable, resultPath, quantile } from './lib/report.js';
@@ -46,8 +48,11 @@ const BEAMS = intEnv('BENCH_BEAMS', 5, 1);
 /** Beam width for live recognition (server default 1, greedy). */
 const LIVE_BEAMS = intEnv('BENCH_LIVE_BEAMS', 1, 1);
 /** Whisper's shorter encoder window for short clips (the server's default) or, when false, the 30 s window always. */
-const SHORT_WINDOW = (process.env.BENCH_SHORT_WINDOW ?? 'true') !== 'false';
-const SERVER_ENV = { ...UNCAPPED_SESSIONS, PARLEY_WARM_MODELS: 'true', PARLEY_RATE_LIMIT_PER_MINUTE: '1000000', PARLEY_INFERENCE_QUEUE: '64', PARLEY_STT_BEAMS: String(BEAMS), PARLEY_STT_LIVE_BEAMS: String(LIVE_BEAMS), PARLEY_STT_SHORT_WINDOW: String(SHORT_WINDOW) };
+const WINDOW_SETTING = (process.env.BENCH_SHORT_WINDOW ?? 'busy').trim().toLowerCase();
+if (!['true', 'false', 'busy'].includes(WINDOW_SETTING)) throw new Error('BENCH_SHORT_WINDOW must be true, false or busy');
+/** The raw model's window (it has no queue: `busy` never applies there). */
+const SHORT_WINDOW = WINDOW_SETTING === 'true';
+const SERVER_ENV = { ...UNCAPPED_SESSIONS, PARLEY_WARM_MODELS: 'true', PARLEY_RATE_LIMIT_PER_MINUTE: '1000000', PARLEY_INFERENCE_QUEUE: '64', PARLEY_STT_BEAMS: String(BEAMS), PARLEY_STT_LIVE_BEAMS: String(LIVE_BEAMS), PARLEY_STT_SHORT_WINDOW: WINDOW_SETTING };
 
 const CONCURRENCY = intEnv('BENCH_CONCURRENCY', 6, 1);
 const POST_CONCURRENCY = intEnv('BENCH_POST_CONCURRENCY', 2, 1);
@@ -479,6 +484,9 @@ let ws: WsResult[] | null = null;
 let ws1: WsResult[] | null = null;
 /** With BENCH_EOU_COMPARE_MS: the same one-socket prompts with that fixed eou_timeout_ms. */
 let ws1Compare: WsResult[] | null = null;
+/** Share of the many-socket part's live recognitions that ran with the short encoder window, %. */
+let wsShortWindowPct = NaN;
+const liveWindows = async (s: TestServer) => parseCounters((await s.request('GET', '/metrics', { key: null })).text, 'parley_stt_live_recognitions_total', 'window');
 const wall: Record<string, number> = {};
 let startupMs = NaN;
 let serverExit: number | null = null;
@@ -542,8 +550,12 @@ try {
     if (PARTS.has('ws')) {
       log(`WSS /stt/live, ${CONCURRENCY} sockets: ${prompts.length} prompts (~${fmt((audioTotal + (prompts.length * SILENCE_MS) / 1000) / CONCURRENCY / 60)} min at real-time pace)`);
       const t = performance.now();
+      const windows0 = await liveWindows(s);
       ws = await pool(prompts, CONCURRENCY, (p) => streamOnce(s, p), every(50, prompts.length, `WSS x${CONCURRENCY}`));
       wall.ws = (performance.now() - t) / 1000;
+      const windows1 = await liveWindows(s);
+      const d = (w: string) => (windows1.get(w) ?? 0) - (windows0.get(w) ?? 0);
+      wsShortWindowPct = d('short') + d('full') > 0 ? (d('short') / (d('short') + d('full'))) * 100 : NaN;
     }
   }
 } catch (err) {
@@ -681,6 +693,7 @@ for (const [label, rs, ps] of [['x1', ws1, latencySet.map((x) => x.p)], [`x${CON
   };
   console.log(`\n  WSS ${label}: no non-empty final at all for ${none.length} prompts: ${none.map(({ p }) => `${p.name} ${p.audioSec.toFixed(2)} s${postText(p)}`).join(', ')}`);
 }
+console.log(`\n  PARLEY_STT_SHORT_WINDOW=${WINDOW_SETTING}: ${fmt(wsShortWindowPct)}% of the live recognitions with ${CONCURRENCY} sockets ran with the short window`);
 console.log(`\n  client pacing: worst send lag behind the 20 ms schedule ${fmt(ws1Lag)} ms (x1), ${fmt(wsLag)} ms (x${CONCURRENCY}); interim frames received (x${CONCURRENCY}): ${wsInterims}`);
 if (post) {
   const ms = post.filter((r) => !r.error).map((r) => r.ms);
@@ -741,8 +754,8 @@ for (const l of serverProblems.slice(0, 15)) console.log(`  ${l.slice(0, 400)}`)
 if (failure) console.log(`\nRUN FAILED: ${failure}`);
 console.log(`\ntotal run ${fmt(elapsedS() / 60)} min on ${os.cpus().length} CPUs; 1-min load average ${fmt(loadAvg.start, 2)} at the start, ${fmt(loadAvg.end ?? NaN, 2)} at the end`);
 
-// A run with the 30 s window always (BENCH_SHORT_WINDOW=false) keeps its own file, to compare with the default's.
-const outFile = resultPath(SHORT_WINDOW ? 'stt-api' : 'stt-api-full-window');
+// A run with another window setting keeps its own file, to compare with the default's.
+const outFile = resultPath(WINDOW_SETTING === 'busy' ? 'stt-api' : `stt-api-window-${WINDOW_SETTING}`);
 const result = {
   benchmark: 'stt-api',
   node: process.version,
@@ -783,6 +796,7 @@ const result = {
   latency: latencyRows,
   pacing: { worstLagMsX1: r1(ws1Lag), worstLagMsConcurrent: r1(wsLag) },
   interimsConcurrent: wsInterims,
+  wsShortWindowPct: r1(wsShortWindowPct),
   post503Retries: post503,
   errors: errorLines,
   prompts: details.map((d, i) => ({

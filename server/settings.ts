@@ -38,8 +38,11 @@ export interface Settings {
   sttLiveBeams: number;
   /** Threads inside each recognizer worker. */
   sttThreads: number;
-  /** Shorter Whisper encoder window for greedy clips up to 5 s (PARLEY_STT_SHORT_WINDOW, default off: see README "Models"). */
-  sttShortWindow: boolean;
+  /**
+   * Shorter Whisper encoder window for greedy clips up to 5 s (PARLEY_STT_SHORT_WINDOW: true, false, or `busy`, the
+   * default: only a live recognition that other jobs wait behind; see README "Models").
+   */
+  sttShortWindow: boolean | 'busy';
   inferenceNice: number;
   bootstrapKey?: string;
   keyCacheMs: number;
@@ -174,6 +177,15 @@ function flag(env: NodeJS.ProcessEnv, name: string): boolean {
   throw new Error(`${name} must be 1 or 0`);
 }
 
+/** PARLEY_STT_SHORT_WINDOW: 1/true/yes, 0/false/no, or busy (also when unset). */
+function shortWindow(raw: string | undefined): boolean | 'busy' {
+  const v = (raw ?? '').trim().toLowerCase();
+  if (v === 'busy' || v === '') return 'busy';
+  if (v === '0' || v === 'false' || v === 'no') return false;
+  if (v === '1' || v === 'true' || v === 'yes') return true;
+  throw new Error('PARLEY_STT_SHORT_WINDOW must be true, false or busy');
+}
+
 /** Hours, fractions allowed (tests use a few seconds), up to 30 days; at least one second. */
 function sessionTtl(raw: string | undefined): number {
   if (raw === undefined || raw.trim() === '') return 12 * 3600;
@@ -222,7 +234,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     sttBeams: int(env, 'PARLEY_STT_BEAMS', STT_DEFAULTS.beams, 1),
     sttLiveBeams: int(env, 'PARLEY_STT_LIVE_BEAMS', STT_DEFAULTS.liveBeams, 1),
     sttThreads: int(env, 'PARLEY_STT_THREADS', STT_DEFAULTS.threads, 1),
-    sttShortWindow: flag(env, 'PARLEY_STT_SHORT_WINDOW'),
+    sttShortWindow: shortWindow(env.PARLEY_STT_SHORT_WINDOW),
     inferenceNice: Math.min(19, int(env, 'PARLEY_INFERENCE_NICE', 10, 0)),
     bootstrapKey: env.PARLEY_BOOTSTRAP_KEY || undefined,
     keyCacheMs: int(env, 'PARLEY_KEY_CACHE_MS', 3000, 0),
@@ -235,10 +247,11 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     secretKey: env.PARLEY_SECRET_KEY || undefined,
     s2sToolTimeoutMs: int(env, 'PARLEY_S2S_TOOL_TIMEOUT_MS', 15_000, 1),
     s2sMaxSessions: int(env, 'PARLEY_S2S_MAX_SESSIONS', 32, 1),
-    // Sized from `npm run bench:agents` on a 2-core machine (README "Capacity"): 12 voice sessions keep up even when
-    // all callers speak at the same moments (e2e p95 0.70-0.91 s; 16 do not); 128 chat sessions answer within 2 ms (p95).
+    // Sized from `npm run bench:agents` on a 2-core machine (README "Capacity"): 16 voice sessions keep up even when
+    // all callers speak at the same moments (e2e p95 0.72 s in two runs, with PARLEY_STT_SHORT_WINDOW=busy; 24 do
+    // not); 128 chat sessions answer within 2 ms (p95).
     sessionCaps: {
-      speech: { server: int(env, 'PARLEY_MAX_SPEECH_SESSIONS', 12, 1), perOwner: int(env, 'PARLEY_MAX_SPEECH_SESSIONS_PER_KEY', 6, 1) },
+      speech: { server: int(env, 'PARLEY_MAX_SPEECH_SESSIONS', 16, 1), perOwner: int(env, 'PARLEY_MAX_SPEECH_SESSIONS_PER_KEY', 6, 1) },
       chat: { server: int(env, 'PARLEY_MAX_CHAT_SESSIONS', 128, 1), perOwner: int(env, 'PARLEY_MAX_CHAT_SESSIONS_PER_KEY', 32, 1) },
     },
     sttIdleSeconds: int(env, 'PARLEY_STT_IDLE_SECONDS', 60, 1),

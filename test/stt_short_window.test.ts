@@ -1,6 +1,7 @@
 // Whisper's shorter encoder window for short clips (issue 15): the policy, and through the server with the window on
-// (PARLEY_STT_SHORT_WINDOW=true) as off (the default), on real speech: the same words live (greedy, where the window
-// applies) and the same text for whole files (beam search, which keeps the 30 s window).
+// (PARLEY_STT_SHORT_WINDOW=true) as off (false), on real speech: the same words live (greedy, where the window
+// applies) and the same text for whole files (beam search, which keeps the 30 s window); and `busy` (the default), the
+// short window only for a live recognition that other jobs wait behind.
 import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { encodeLinear16 } from '../engine/audio/codecs.js';
@@ -8,6 +9,7 @@ import { readWav } from '../engine/audio/wav.js';
 import { encoderWindow, WHISPER_FULL_WINDOW } from '../engine/models/whisper/index.js';
 import { asteriskCorpusAvailable } from '../bench/lib/asterisk-corpus.js';
 import { normalizeWords } from '../bench/lib/wer.js';
+import { parseCounters } from '../bench/lib/prom.js';
 import { serverForSuite, type SuiteServer } from './support/suite.js';
 import { asteriskAudio, asteriskText, asteriskWav, joinWithSilence, werOf } from './support/speech.js';
 
@@ -82,5 +84,48 @@ describe.skipIf(!asteriskCorpusAvailable())('short window through the server (As
     expect(without).toEqual([expect.stringMatching(/13th/)]);
     expect(withWindow).toHaveLength(1);
     expect(withWindow).not.toEqual(without);
+  });
+});
+
+describe.skipIf(!asteriskCorpusAvailable())('PARLEY_STT_SHORT_WINDOW=busy (Asterisk prompts)', () => {
+  const busy = serverForSuite('sqlite', { PARLEY_WARM_MODELS: 'true', PARLEY_STT_SHORT_WINDOW: 'busy' });
+  const windows = async () => {
+    const counts = parseCounters((await busy.server.request('GET', '/metrics', { key: null })).text, 'parley_stt_live_recognitions_total', 'window');
+    return { short: counts.get('short') ?? 0, full: counts.get('full') ?? 0 };
+  };
+
+  it('runs a live recognition with the 30 s window when nothing waits, and with the short one while whole files wait behind it', async () => {
+    // digits/h-13 greedy: "13th." with the 30 s window, "13." with 20 s (the test above).
+    const { samples } = readWav(joinWithSilence([asteriskAudio('digits/h-13')], 1.2));
+    const before = await windows();
+    expect(await liveFinals(busy, samples)).toEqual([expect.stringMatching(/13th/)]);
+    const alone = await windows();
+    expect(alone.full).toBeGreaterThan(before.full);
+    expect(alone.short).toBe(before.short);
+
+    // Whole files of 22 s (5 beams) kept 6 in flight on 2 slots: files posted after the live final queue behind it
+    // (its class goes first), so when it starts someone waits for its slot.
+    let streaming = true;
+    const texts: string[] = [];
+    const feeder = (async () => {
+      const inflight = new Set<Promise<void>>();
+      while (streaming) {
+        while (inflight.size < 6) {
+          const p: Promise<void> = postText(busy, 'demo-echotest').then((t) => void texts.push(t)).finally(() => inflight.delete(p));
+          inflight.add(p);
+        }
+        await Promise.race(inflight);
+      }
+      await Promise.all(inflight);
+    })();
+    await new Promise((r) => setTimeout(r, 300));
+    const underLoad = await liveFinals(busy, samples).finally(() => (streaming = false));
+    await feeder;
+    const after = await windows();
+    expect(after.short).toBeGreaterThan(alone.short);
+    expect(underLoad).toHaveLength(1);
+    expect(underLoad[0]).not.toMatch(/13th/);
+    // Whole files keep beam search and the 30 s window under load: all read the same.
+    expect(new Set(texts).size).toBe(1);
   });
 });

@@ -853,7 +853,8 @@ export class AgentSession {
     let delay = 20;
     for (;;) {
       try {
-        const { text } = await this.opts.registry.queue.run(() => recognizer.transcribe(samples, { beams: this.opts.registry.sttLiveBeams }), kind, { signal });
+        const registry = this.opts.registry;
+        const { text } = await registry.queue.run((slot) => recognizer.transcribe(samples, registry.liveTranscribeOptions(slot, samples.length)), kind, { signal });
         return text.trim();
       } catch (err) {
         if (!(err instanceof QueueFullError) || Date.now() > deadline || this.ended || signal.aborted) throw err;

@@ -33,6 +33,8 @@ export interface InferenceObserver {
   refused?(kind: InferenceKind): void;
   /** A job dropped before it ran: its AbortSignal fired (a newer result made it useless). */
   dropped?(kind: InferenceKind): void;
+  /** A live recognition about to run with the short encoder window (true) or the full one (ModelRegistry). */
+  liveWindow?(short: boolean): void;
 }
 
 export class QueueFullError extends Error {
@@ -57,6 +59,12 @@ export interface QueueOptions {
   scheduler?: InferenceScheduler;
   /** Waiting this long raises a job one priority class, ms. Default 500. */
   ageStepMs?: number;
+}
+
+/** What a job is told when it gets its slot. */
+export interface SlotInfo {
+  /** Jobs of its lane still waiting when it started: someone is waiting for this job's slot. */
+  waitingBehind: number;
 }
 
 export interface RunOptions {
@@ -110,9 +118,10 @@ export class InferenceQueue {
 
   /**
    * Runs `job` when a slot is free; throws QueueFullError without waiting when the queue is full, and an AbortError
-   * without running when `signal` fires first.
+   * without running when `signal` fires first. The job is told how many wait behind it (a recognizer may then run
+   * cheaper: PARLEY_STT_SHORT_WINDOW=busy).
    */
-  async run<T>(job: () => Promise<T>, kind: InferenceKind, opts: RunOptions = {}): Promise<T> {
+  async run<T>(job: (slot: SlotInfo) => Promise<T>, kind: InferenceKind, opts: RunOptions = {}): Promise<T> {
     const queued = performance.now();
     const { signal } = opts;
     if (signal?.aborted) {
@@ -130,8 +139,10 @@ export class InferenceQueue {
       await this.wait(kind, lane, queued, signal);
     }
     const started = performance.now();
+    let waitingBehind = 0;
+    for (const w of this.waiting) if (w.lane === lane) waitingBehind++;
     try {
-      return await job();
+      return await job({ waitingBehind });
     } finally {
       const ran = performance.now() - started;
       lane.running--;

@@ -6,7 +6,9 @@ import { DEFAULT_FLITE_VOICE, FLITE_VOICES, FliteSynthesizer } from './flite.js'
 import { PiperVoice } from './piper.js';
 import { SileroVadModel } from './silero.js';
 import { WhisperPool } from './whisper/pool.js';
-import { InferenceQueue, type InferenceScheduler } from './queue.js';
+import { InferenceQueue, type InferenceScheduler, type SlotInfo } from './queue.js';
+import { encoderWindow, type TranscribeOptions } from './whisper/recognizer.js';
+import { WHISPER_FULL_WINDOW } from './whisper/prepare.js';
 import { STT_DEFAULTS } from './defaults.js';
 
 export const STT_MODEL = 'whisper-tiny.en';
@@ -57,8 +59,12 @@ export interface RegistryOptions {
    * final when the server is not busy; when both workers are busy they share the cores (bench figures in the README).
    */
   sttThreads?: number;
-  /** Shorter Whisper encoder window for clips up to 5 s (default true; see encoderWindow in whisper/recognizer.ts). */
-  sttShortWindow?: boolean;
+  /**
+   * Shorter Whisper encoder window for greedy clips up to 5 s (see encoderWindow in whisper/recognizer.ts): always
+   * (true), never (false), or `busy`: only for a live recognition that other inference jobs are waiting behind when it
+   * starts, so that accuracy is traded only when the machine is the bottleneck and the time saved is someone's wait.
+   */
+  sttShortWindow?: boolean | 'busy';
   /** Nice value of the recognition and synthesis worker threads (see WhisperPoolOptions.nice). */
   workerNice?: number;
 }
@@ -138,8 +144,19 @@ export class ModelRegistry {
 
   /** Whisper on worker threads (one per concurrent inference slot), so recognition never blocks the event loop. */
   recognizer(): Promise<WhisperPool> {
-    this.recognizerP ??= WhisperPool.start({ size: this.opts.concurrency, cacheDir: this.opts.cacheDir, intraOpNumThreads: this.opts.sttThreads ?? STT_DEFAULTS.threads, nice: this.opts.workerNice, shortWindow: this.opts.sttShortWindow });
+    this.recognizerP ??= WhisperPool.start({ size: this.opts.concurrency, cacheDir: this.opts.cacheDir, intraOpNumThreads: this.opts.sttThreads ?? STT_DEFAULTS.threads, nice: this.opts.workerNice, shortWindow: this.opts.sttShortWindow === true });
     return this.recognizerP;
+  }
+
+  /**
+   * Options of a live recognition (finals, interims, agent turns) of `samples` 16 kHz samples, given its inference
+   * slot: greedy by default, and the window; the metrics hear which window it runs with.
+   */
+  liveTranscribeOptions(slot: SlotInfo, samples: number): TranscribeOptions {
+    const setting = this.opts.sttShortWindow ?? false;
+    const shortWindow = setting === 'busy' ? slot.waitingBehind > 0 : setting;
+    this.queue.observer?.liveWindow?.(shortWindow && encoderWindow(samples, this.sttLiveBeams).windowFrames < WHISPER_FULL_WINDOW);
+    return { beams: this.sttLiveBeams, shortWindow };
   }
 
   vad(): Promise<SileroVadModel> {

@@ -730,10 +730,10 @@ export class LiveTranscriber {
     let delay = 20;
     for (;;) {
       try {
-        const { text } = await this.registry.queue.run(async () => {
+        const { text } = await this.registry.queue.run(async (slot) => {
           const t = performance.now();
           try {
-            return await recognizer.transcribe(samples, { beams: this.registry.sttLiveBeams });
+            return await recognizer.transcribe(samples, this.registry.liveTranscribeOptions(slot, samples.length));
           } finally {
             const done = performance.now();
             this.interimNotBefore = Math.max(this.interimNotBefore, done + (done - t));

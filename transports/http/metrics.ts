@@ -53,6 +53,7 @@ export class InferenceMetrics implements InferenceObserver {
   private readonly runTime: client.Histogram<'kind'>;
   private readonly refusals: client.Counter<'kind'>;
   private readonly drops: client.Counter<'kind'>;
+  private readonly windows: client.Counter<'window'>;
 
   constructor(registry: client.Registry, queue: InferenceQueue) {
     const registers = [registry];
@@ -75,6 +76,12 @@ export class InferenceMetrics implements InferenceObserver {
       name: 'parley_inference_dropped_total',
       help: 'Inference jobs dropped while waiting, never run, because a newer result made them useless (speech resumed, a newer speculation, the session ended), by kind',
       labelNames: ['kind'],
+      registers,
+    });
+    this.windows = new client.Counter({
+      name: 'parley_stt_live_recognitions_total',
+      help: 'Live recognitions (finals, interims, agent turns) by the Whisper encoder window they ran with: full (30 s) or short (PARLEY_STT_SHORT_WINDOW)',
+      labelNames: ['window'],
       registers,
     });
     new client.Gauge({
@@ -101,5 +108,9 @@ export class InferenceMetrics implements InferenceObserver {
 
   dropped(kind: InferenceKind): void {
     this.drops.inc({ kind });
+  }
+
+  liveWindow(short: boolean): void {
+    this.windows.inc({ window: short ? 'short' : 'full' });
   }
 }

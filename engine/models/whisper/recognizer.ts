@@ -61,6 +61,8 @@ export interface WhisperLoadOptions extends PrepareWhisperOptions {
 export interface TranscribeOptions {
   /** Beam count; 1 = greedy. */
   beams?: number;
+  /** The short window policy (encoderWindow) for this call, whatever the recognizer's default. */
+  shortWindow?: boolean;
   /** Maximum sequence length in tokens, prompt included. */
   maxLength?: number;
 }
@@ -124,7 +126,7 @@ export class WhisperRecognizer implements SpeechRecognizer {
       pcm.set(samples16k);
     }
     // Off: what the graph did before the window became an input (30 s, the caller's token limit).
-    const window = this.defaults.shortWindow ? encoderWindow(pcm.length, beams) : { windowFrames: WHISPER_FULL_WINDOW, maxLength };
+    const window = (opts.shortWindow ?? this.defaults.shortWindow) ? encoderWindow(pcm.length, beams) : { windowFrames: WHISPER_FULL_WINDOW, maxLength };
     const feeds = {
       audio_pcm: new ort.Tensor('float32', pcm, [1, pcm.length]),
       window_frames: new ort.Tensor('int64', BigInt64Array.of(BigInt(window.windowFrames)), []),
