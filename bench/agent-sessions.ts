@@ -22,12 +22,15 @@
 // end-of-utterance wait), so it is inside eou delay, not added to it.
 // Server CPU is the server process's utime+stime over the level's wall time (100% = one core of the 2); client CPU
 // is this process's (the callers share the machine with the server); machine CPU is the whole machine's busy share
-// over the level from /proc/stat (100% = every CPU busy; busy = all jiffies - idle - iowait).
+// over the level from /proc/stat (100% = every CPU busy; busy = all jiffies - idle - iowait), and "all up" the same
+// over the 100 ms ticks from the last caller's start to the first caller's end (the level's whole load, without the
+// start spread and the ragged end).
 // Inference queue per level and job kind (live, speculative, interim, file, synthesis): jobs, wait for a slot and
 // run time p50/p95, from the server's parley_inference_{wait,run}_seconds histograms scraped before and after the
 // level and differenced (quantiles interpolated inside the buckets, so to within a bucket's width, ~1.5x apart), and
-// the share of inference time spent waiting. A level is reported bound by compute when the machine CPU is >= 80%
-// (the issue's line), by waiting when under that and >= 25% of inference time (wait + run) was waiting for a slot.
+// the share of inference time spent waiting. A level is reported bound by compute when the machine CPU while all its
+// sessions were up is >= 80% (the issue's line), by compute in bursts when under that but >= 90% busy in the ticks
+// when jobs waited, by waiting when under that and >= 25% of inference time (wait + run) was waiting for a slot.
 // Averages hide bursts (callers that start within BENCH_STAGGER_MS of each other speak and wait at about the same
 // times), so the queue is also sampled every 100 ms (the waiting-jobs gauge on /metrics and /proc/stat over the tick):
 // "CPU while waiting" is the machine's CPU over the ticks that ended with jobs in line, beside the other ticks.
@@ -349,6 +352,8 @@ interface VoiceRow {
   serverCpuPct: number;
   clientCpuPct: number;
   machineCpuPct: number;
+  /** Machine CPU while all the level's sessions were up (from the last one's start to the first one's end), %. */
+  allUpCpuPct: number;
   /** Per inference job kind over the level (kinds with no job left out). */
   inference: Record<string, InferenceKindRow>;
   inferenceWaitSharePct: number;
@@ -369,10 +374,21 @@ async function voiceLevel(server: TestServer, agentId: string, speechSet: Speech
   const cpu = cpuMeter(server);
   const sampled = queueSampler(async () => (await server.request('GET', '/metrics', { key: null })).text);
   const t0 = performance.now();
-  const sessions = await Promise.all(Array.from({ length: n }, (_, i) => voiceCaller(server, agentId, speechSet, i, turns, n > 1 ? Math.round((i * STAGGER_MS) / n) : 0)));
+  const delays = Array.from({ length: n }, (_, i) => (n > 1 ? Math.round((i * STAGGER_MS) / n) : 0));
+  // All n sessions are up from the last one's start until the first one ends: the level's full load.
+  let firstEnd = Infinity;
+  const sessions = await Promise.all(
+    delays.map((d, i) =>
+      voiceCaller(server, agentId, speechSet, i, turns, d).then((s) => {
+        firstEnd = Math.min(firstEnd, performance.now());
+        return s;
+      }),
+    ),
+  );
   const wallS = r1((performance.now() - t0) / 1000);
   const { serverPct, clientPct, machinePct } = cpu();
   const queue = await sampled();
+  const allUpCpuPct = r1(queue.cpuBetween(t0 + Math.max(...delays), firstEnd));
   const inference = await inferenceSince();
   const shortWindowPct = await windowsSince();
   const m = sessions.flatMap((s) => s.metrics);
@@ -410,6 +426,7 @@ async function voiceLevel(server: TestServer, agentId: string, speechSet: Speech
     serverCpuPct: serverPct,
     clientCpuPct: clientPct,
     machineCpuPct: machinePct,
+    allUpCpuPct,
     inference,
     inferenceWaitSharePct: waitSharePct(inference),
     shortWindowPct,
@@ -555,7 +572,7 @@ try {
     const { row, sessions } = await voiceLevel(s, agentId, speechSet, n, TURNS);
     voiceRows.push(row);
     voiceDetail[String(n)] = sessions;
-    log(`  ${row.refusedSessions ? `${row.refusedSessions} refused (503), ` : ''}e2e p50 ${fmt(row.e2eP50Ms)} p95 ${fmt(row.e2eP95Ms)} ms, overhead p95 ${fmt(row.overheadP95Ms, 1)} ms, underruns ${row.underrunTurns}/${row.agentTurns}, server CPU ${fmt(row.serverCpuPct)}%, machine CPU ${fmt(row.machineCpuPct)}%, inference waiting ${fmt(row.inferenceWaitSharePct)}% (machine CPU ${fmt(row.queue.cpuWhileWaitingPct)}% while jobs wait), short window ${fmt(row.shortWindowPct)}% of live recognitions: ${row.keepsUp ? 'keeps up' : `falls behind (${row.why.join('; ')})`}`);
+    log(`  ${row.refusedSessions ? `${row.refusedSessions} refused (503), ` : ''}e2e p50 ${fmt(row.e2eP50Ms)} p95 ${fmt(row.e2eP95Ms)} ms, overhead p95 ${fmt(row.overheadP95Ms, 1)} ms, underruns ${row.underrunTurns}/${row.agentTurns}, server CPU ${fmt(row.serverCpuPct)}%, machine CPU ${fmt(row.machineCpuPct)}% (${fmt(row.allUpCpuPct)}% while all were up), inference waiting ${fmt(row.inferenceWaitSharePct)}% (machine CPU ${fmt(row.queue.cpuWhileWaitingPct)}% while jobs wait), short window ${fmt(row.shortWindowPct)}% of live recognitions: ${row.keepsUp ? 'keeps up' : `falls behind (${row.why.join('; ')})`}`);
     return row;
   };
   const overBudget = (n: number) => {
@@ -623,7 +640,7 @@ console.log(
 
 printTable(
   'Voice (webcall, 16 kHz): engine per-turn metrics (ms) from the call records, client e2e and output pacing measured by the callers',
-  ['sessions', 'refused', 'turns', 'e2e p50', 'e2e p95', 'x c=1', 'client e2e p50', 'eou p50', 'recog p50', 'recog p95', 'brain tok p50', 'tts 1st p50', 'tts 1st p95', 'ovh p50', 'ovh p95', 'ovh max', 'underrun turns', 'max deficit', 'span/audio', 'short window', 'srv CPU', 'cli CPU', 'machine CPU', 'keeps up'],
+  ['sessions', 'refused', 'turns', 'e2e p50', 'e2e p95', 'x c=1', 'client e2e p50', 'eou p50', 'recog p50', 'recog p95', 'brain tok p50', 'tts 1st p50', 'tts 1st p95', 'ovh p50', 'ovh p95', 'ovh max', 'underrun turns', 'max deficit', 'span/audio', 'short window', 'srv CPU', 'cli CPU', 'machine CPU', 'all up', 'keeps up'],
   voiceRows.map((r) => [
     String(r.sessions),
     String(r.refusedSessions),
@@ -648,6 +665,7 @@ printTable(
     `${fmt(r.serverCpuPct)}%`,
     `${fmt(r.clientCpuPct)}%`,
     `${fmt(r.machineCpuPct)}%`,
+    `${fmt(r.allUpCpuPct)}%`,
     r.keepsUp ? 'yes' : 'NO',
   ]),
   0,
@@ -678,8 +696,14 @@ printTable(
   2,
 );
 for (const r of voiceRows) {
-  const bound = !(r.machineCpuPct < 80) ? 'compute (machine CPU >= 80%)' : r.inferenceWaitSharePct >= 25 ? 'waiting (jobs wait in line while CPU has room)' : 'neither yet';
-  console.log(`  ${r.sessions} sessions: machine CPU ${fmt(r.machineCpuPct)}%, server ${fmt(r.serverCpuPct)}%, ${fmt(r.inferenceWaitSharePct)}% of inference time waiting for a slot: bound by ${bound}; jobs in line in ${fmt(r.queue.waitingTicksPct)}% of 100 ms ticks, machine CPU ${fmt(r.queue.cpuWhileWaitingPct)}% in those, ${fmt(r.queue.cpuOtherwisePct)}% in the others`);
+  const bound = !(r.allUpCpuPct < 80)
+    ? 'compute (machine CPU >= 80% while all were up)'
+    : !(r.queue.cpuWhileWaitingPct < 90)
+      ? 'compute in bursts (the machine is >= 90% busy whenever jobs wait, idle between the callers\' bursts)'
+      : r.inferenceWaitSharePct >= 25
+        ? 'waiting (jobs wait in line while CPU has room)'
+        : 'neither yet';
+  console.log(`  ${r.sessions} sessions: machine CPU ${fmt(r.machineCpuPct)}% (${fmt(r.allUpCpuPct)}% while all were up), server ${fmt(r.serverCpuPct)}%, ${fmt(r.inferenceWaitSharePct)}% of inference time waiting for a slot: bound by ${bound}; jobs in line in ${fmt(r.queue.waitingTicksPct)}% of 100 ms ticks, machine CPU ${fmt(r.queue.cpuWhileWaitingPct)}% in those, ${fmt(r.queue.cpuOtherwisePct)}% in the others`);
 }
 for (const r of voiceRows.filter((x) => !x.keepsUp)) console.log(`  ${r.sessions} sessions: ${r.why.join('; ')}`);
 for (const r of voiceRows) for (const e of r.errors.slice(0, 3)) console.log(`  ${r.sessions} sessions: ${e.slice(0, 300)}`);

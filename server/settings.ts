@@ -248,8 +248,8 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     s2sToolTimeoutMs: int(env, 'PARLEY_S2S_TOOL_TIMEOUT_MS', 15_000, 1),
     s2sMaxSessions: int(env, 'PARLEY_S2S_MAX_SESSIONS', 32, 1),
     // Sized from `npm run bench:agents` on a 2-core machine (README "Capacity"): 16 voice sessions keep up even when
-    // all callers speak at the same moments (e2e p95 0.72 s in two runs, with PARLEY_STT_SHORT_WINDOW=busy; 24 do
-    // not); 128 chat sessions answer within 2 ms (p95).
+    // all callers speak at the same moments (e2e p95 0.72-0.78 s in three runs, with PARLEY_STT_SHORT_WINDOW=busy;
+    // 24 do not); 128 chat sessions answer within 2 ms (p95).
     sessionCaps: {
       speech: { server: int(env, 'PARLEY_MAX_SPEECH_SESSIONS', 16, 1), perOwner: int(env, 'PARLEY_MAX_SPEECH_SESSIONS_PER_KEY', 6, 1) },
       chat: { server: int(env, 'PARLEY_MAX_CHAT_SESSIONS', 128, 1), perOwner: int(env, 'PARLEY_MAX_CHAT_SESSIONS_PER_KEY', 32, 1) },

@@ -134,6 +134,8 @@ export interface QueueSample {
   /** Machine CPU (% of all CPUs) over the ticks that ended with jobs waiting, and over the others. */
   cpuWhileWaitingPct: number;
   cpuOtherwisePct: number;
+  /** Machine CPU (%) over the ticks that lie wholly within [from, to] (performance.now() ms); NaN if none. */
+  cpuBetween(from: number, to: number): number;
 }
 
 /**
@@ -144,13 +146,19 @@ export interface QueueSample {
 export function queueSampler(scrape: () => Promise<string>, everyMs = 100): () => Promise<QueueSample> {
   const waiting: number[] = [];
   const cpu: number[] = [];
+  /** Each tick's span (performance.now() ms), for cpuBetween. */
+  const spans: Array<[number, number]> = [];
   let stopped = false;
   const loop = (async () => {
     let last = machineJiffies();
+    let lastAt = performance.now();
     while (!stopped) {
       await new Promise((r) => setTimeout(r, everyMs));
       const text = await scrape().catch(() => '');
       const now = machineJiffies();
+      const at = performance.now();
+      const span: [number, number] = [lastAt, at];
+      lastAt = at;
       const total = now.total - last.total;
       const idle = now.idle - last.idle;
       last = now;
@@ -158,6 +166,7 @@ export function queueSampler(scrape: () => Promise<string>, everyMs = 100): () =
       if (total > 0 && Number.isFinite(w)) {
         cpu.push(((total - idle) / total) * 100);
         waiting.push(w);
+        spans.push(span);
       }
     }
   })();
@@ -167,6 +176,12 @@ export function queueSampler(scrape: () => Promise<string>, everyMs = 100): () =
     const mean = (xs: number[]) => (xs.length ? xs.reduce((a, x) => a + x, 0) / xs.length : NaN);
     const during = cpu.filter((_, i) => (waiting[i] ?? 0) > 0);
     const other = cpu.filter((_, i) => !((waiting[i] ?? 0) > 0));
-    return { ticks: cpu.length, waitingTicksPct: cpu.length ? (during.length / cpu.length) * 100 : NaN, cpuWhileWaitingPct: mean(during), cpuOtherwisePct: mean(other) };
+    return {
+      ticks: cpu.length,
+      waitingTicksPct: cpu.length ? (during.length / cpu.length) * 100 : NaN,
+      cpuWhileWaitingPct: mean(during),
+      cpuOtherwisePct: mean(other),
+      cpuBetween: (from, to) => mean(cpu.filter((_, i) => (spans[i]?.[0] ?? -Infinity) >= from && (spans[i]?.[1] ?? Infinity) <= to)),
+    };
   };
 }
