@@ -334,6 +334,18 @@ async function phoneCall(server: TestServer, sentences: Buffer[], index: number,
 // ---------------------------------------------------------------------------------------------------------
 
 
+/**
+ * Waits as a phone caller does before its next turn: until the agent's audio since frame `from` (its first delta at
+ * `firstAt`), played in real time, has ended and TURN_END_SILENCE_MS has passed. Without it web callers spoke sooner
+ * after each answer than phone callers (the assistant transcript comes before its audio has played), so with both
+ * sides at once (BENCH_SIDE_ORDER=mixed) the web callers' turns drifted ahead and their recognitions queued first.
+ */
+async function heardOut(c: AgentCaller, from: number, firstAt: number): Promise<void> {
+  const playedMs = (c.audioBetween(from).length / 2 / WS_RATE) * 1000;
+  const wait = firstAt + playedMs + TURN_END_SILENCE_MS - performance.now();
+  if (wait > 0) await sleep(wait);
+}
+
 async function webCall(server: TestServer, agentId: string, sentences: Buffer[], index: number, delayMs: number, turns = TURNS): Promise<CallResult> {
   await sleep(delayMs);
   const out: CallResult = { setupMs: null, v2vMs: [], turnsDone: 0, deviations: [], callId: null, metrics: [] };
@@ -346,7 +358,9 @@ async function webCall(server: TestServer, agentId: string, sentences: Buffer[],
     out.setupMs = r1(created.at - t0);
     out.callId = created.call_id as string;
     c.startMic();
+    const opening = await c.nextFrame((f) => f.type === 'output_audio.delta', 0, 60_000, 'opening audio');
     await c.nextFrame(isAssistantFinal, 0, 60_000, 'opening');
+    await heardOut(c, 0, opening.at);
     for (let k = 0; k < turns; k++) {
       const mark = c.frames.length;
       await c.say(sentences[(index + k) % sentences.length] as Buffer);
@@ -354,6 +368,7 @@ async function webCall(server: TestServer, agentId: string, sentences: Buffer[],
       const audio = await c.nextFrame((f) => f.type === 'output_audio.delta', mark, 60_000, `reply ${k + 1}`);
       out.v2vMs.push(r1(audio.at - endedAt));
       await c.nextFrame(isAssistantFinal, mark, 60_000, `reply ${k + 1} end`);
+      await heardOut(c, mark, audio.at);
       out.turnsDone++;
       if (k < turns - 1) await sleep(PAUSE_MS);
     }
