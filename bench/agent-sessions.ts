@@ -51,7 +51,7 @@ import { performance } from 'node:perf_hooks';
 import { AgentCaller, connectUrl, endedCall, speech, type Frame } from '../test/support/agent-client.js';
 import { ROOT, freshStore, startServer, type StoreEnv, type TestServer } from '../test/support/server.js';
 import { printTable, resultPath, quantile, procCpuSeconds } from './lib/report.js';
-import { diffHistograms, histogramQuantile, machineCpuMeter, parseCounters, parseHistograms, queueSampler, type Histogram, type QueueSample } from './lib/prom.js';
+import { diffHistograms, histogramQuantile, machineCpuMeter, parseCounters, parseHistograms, queueSampler, shortWindowMeter, type Histogram, type QueueSample } from './lib/prom.js';
 import { INFERENCE_KINDS } from '../engine/models/queue.js';
 import { CALLER_SENTENCES, GRAPH, OPENING, closeCaller, createBenchAgent, isAssistantFinal, speechEndSamples } from './lib/voice-agent.js';
 import type { TurnMetrics } from '../engine/agent/session.js';
@@ -171,17 +171,6 @@ async function inferenceMeter(server: TestServer): Promise<() => Promise<Record<
       };
     }
     return out;
-  };
-}
-
-/** Starts counting live recognitions by encoder window; the returned function gives the short window's share since, %. */
-async function windowMeter(server: TestServer): Promise<() => Promise<number>> {
-  const scrape = async () => parseCounters((await server.request('GET', '/metrics', { key: null })).text, 'parley_stt_live_recognitions_total', 'window');
-  const before = await scrape();
-  return async () => {
-    const after = await scrape();
-    const d = (w: string) => (after.get(w) ?? 0) - (before.get(w) ?? 0);
-    return d('short') + d('full') > 0 ? r1((d('short') / (d('short') + d('full'))) * 100) : NaN;
   };
 }
 
@@ -370,7 +359,7 @@ interface VoiceRow {
 
 async function voiceLevel(server: TestServer, agentId: string, speechSet: Speech[], n: number, turns: number): Promise<{ row: VoiceRow; sessions: VoiceSession[] }> {
   const inferenceSince = await inferenceMeter(server);
-  const windowsSince = await windowMeter(server);
+  const windowsSince = await shortWindowMeter(async () => (await server.request('GET', '/metrics', { key: null })).text);
   const cpu = cpuMeter(server);
   const sampled = queueSampler(async () => (await server.request('GET', '/metrics', { key: null })).text);
   const t0 = performance.now();
@@ -390,7 +379,7 @@ async function voiceLevel(server: TestServer, agentId: string, speechSet: Speech
   const queue = await sampled();
   const allUpCpuPct = r1(queue.cpuBetween(t0 + Math.max(...delays), firstEnd));
   const inference = await inferenceSince();
-  const shortWindowPct = await windowsSince();
+  const shortWindowPct = r1(await windowsSince());
   const m = sessions.flatMap((s) => s.metrics);
   const pace = sessions.flatMap((s) => s.pacing);
   const failed = sessions.filter((s) => s.error);

@@ -33,7 +33,7 @@ import { encodeLinear16 } from '../engine/audio/codecs.js';
 import { readWav } from '../engine/audio/wav.js';
 import { WHISPER_MAX_SAMPLES, WhisperRecognizer } from '../engine/models/whisper/index.js';
 import { ROOT, freshStore, startServer, type TestServer } from '../test/support/server.js';
-import { parseCounters } from './lib/prom.js';
+import { shortWindowMeter } from './lib/prom.js';
 import { asteriskCorpusAvailable, listAsteriskPrompts, loadPrompt16k, splitAtPauses, type AsteriskPrompt } from './lib/asterisk-corpus.js';
 import { errorCount, scoreText, sumErrors, wer, type NormalizeMode, type WordErrors } from './lib/wer.js';
 import { printTable, resultPath, quantile } from './lib/report.js';
@@ -486,7 +486,6 @@ let ws1: WsResult[] | null = null;
 let ws1Compare: WsResult[] | null = null;
 /** Share of the many-socket part's live recognitions that ran with the short encoder window, %. */
 let wsShortWindowPct = NaN;
-const liveWindows = async (s: TestServer) => parseCounters((await s.request('GET', '/metrics', { key: null })).text, 'parley_stt_live_recognitions_total', 'window');
 const wall: Record<string, number> = {};
 let startupMs = NaN;
 let serverExit: number | null = null;
@@ -550,12 +549,10 @@ try {
     if (PARTS.has('ws')) {
       log(`WSS /stt/live, ${CONCURRENCY} sockets: ${prompts.length} prompts (~${fmt((audioTotal + (prompts.length * SILENCE_MS) / 1000) / CONCURRENCY / 60)} min at real-time pace)`);
       const t = performance.now();
-      const windows0 = await liveWindows(s);
+      const windowsSince = await shortWindowMeter(async () => (await s.request('GET', '/metrics', { key: null })).text);
       ws = await pool(prompts, CONCURRENCY, (p) => streamOnce(s, p), every(50, prompts.length, `WSS x${CONCURRENCY}`));
       wall.ws = (performance.now() - t) / 1000;
-      const windows1 = await liveWindows(s);
-      const d = (w: string) => (windows1.get(w) ?? 0) - (windows0.get(w) ?? 0);
-      wsShortWindowPct = d('short') + d('full') > 0 ? (d('short') / (d('short') + d('full'))) * 100 : NaN;
+      wsShortWindowPct = await windowsSince();
     }
   }
 } catch (err) {

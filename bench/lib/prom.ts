@@ -185,3 +185,17 @@ export function queueSampler(scrape: () => Promise<string>, everyMs = 100): () =
     };
   };
 }
+
+/**
+ * Starts counting the server's live recognitions by Whisper encoder window (parley_stt_live_recognitions_total); the
+ * returned function gives the short window's share of those since, % (NaN when none ran). `scrape` reads /metrics.
+ */
+export async function shortWindowMeter(scrape: () => Promise<string>): Promise<() => Promise<number>> {
+  const read = async () => parseCounters(await scrape(), 'parley_stt_live_recognitions_total', 'window');
+  const before = await read();
+  return async () => {
+    const after = await read();
+    const d = (w: string) => (after.get(w) ?? 0) - (before.get(w) ?? 0);
+    return d('short') + d('full') > 0 ? (d('short') / (d('short') + d('full'))) * 100 : NaN;
+  };
+}
