@@ -20,12 +20,12 @@ const PROBE = `
 const os = require('node:os');
 try { os.setPriority(0, 0); } catch {}
 const ticks = Number(process.argv[1]);
-const t0 = performance.now();
-let k = 0, last = null;
+let t0 = 0, k = 0, last = null;
 const devs = [];
 function wake() {
   const now = performance.now();
-  if (last !== null) devs.push(Math.abs(now - last - 20));
+  if (last === null) t0 = now; // the schedule starts at the first wake-up, so its first interval is a whole one
+  else devs.push(Math.abs(now - last - 20));
   last = now;
   k++;
   if (devs.length >= ticks) { process.stdout.write(JSON.stringify(devs)); return; }
