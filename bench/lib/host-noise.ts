@@ -4,6 +4,7 @@
 // server's media thread's priority) on the same drift-corrected schedule as the send clock (telephony/media/clock.ts).
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { quantile } from './report.js';
 
 export interface HostNoise {
   /** Intervals measured. */
@@ -56,10 +57,10 @@ export async function measureHostNoise(seconds = 10): Promise<HostNoise> {
     child.on('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`host noise probe exited with ${code}`))));
   });
   const after = cpuTicks();
-  const devs = (JSON.parse(out) as number[]).sort((a, b) => a - b);
-  const at = (p: number) => Math.round(devs[Math.min(devs.length - 1, Math.floor(p * devs.length))]! * 10) / 10;
+  const devs = JSON.parse(out) as number[];
+  const at = (p: number) => Math.round(quantile(devs, p) * 10) / 10;
   const stealPct = before && after && after[1] > before[1] ? Math.round(((after[0] - before[0]) / (after[1] - before[1])) * 1000) / 10 : null;
-  return { ticks: devs.length, deviationP50Ms: at(0.5), deviationP99Ms: at(0.99), deviationMaxMs: Math.round(devs[devs.length - 1]! * 10) / 10, stealPct };
+  return { ticks: devs.length, deviationP50Ms: at(0.5), deviationP99Ms: at(0.99), deviationMaxMs: at(1), stealPct };
 }
 
 export function describeHostNoise(n: HostNoise): string {
