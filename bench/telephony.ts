@@ -35,7 +35,8 @@
 // Env: BENCH_SETUP_CALLS (60), BENCH_SETUP_RATE (4), BENCH_SETUP_HOLD_MS (500), BENCH_LEVELS (1,4,8,12,16),
 // BENCH_TURNS (4), BENCH_TURNS_AT_1 (16), BENCH_SIDE_ORDER (sip, ws, alternate or mixed: which side runs first at each level, or both at once; sip), BENCH_PAUSE_MS (1000), BENCH_STAGGER_MS (2000), BENCH_WS_RATE (8000 or 16000; 8000),
 // BENCH_MEDIA_THREADS (worker; a comma list of worker and main), BENCH_CALLER_NICE (-10: the callers' nice value once the
-// servers run, where allowed, so the bench's own scheduling stays out of the RTP timing; 0 leaves it), BENCH_HOST_NOISE_S
+// servers run, where allowed, so the bench's own scheduling stays out of the RTP timing; 0 leaves it), BENCH_CALLER_SLICE (1:
+// the callers' thread takes the media thread's 0.1 ms time slice, as PARLEY_MEDIA_PRIORITY=latency; 0 leaves it), BENCH_HOST_NOISE_S
 // (10: seconds of a bare 20 ms timer, at nice 0 with the servers idle, before the first level and after the last: the
 // host's own floor for the RTP timing, which a shared VM can put above the 5 ms goal; 0 skips it).
 import dgram from 'node:dgram';
@@ -56,6 +57,7 @@ import { CALLER_SENTENCES, closeCaller, createBenchAgent, isAssistantFinal, spee
 import { outboundPhase, printOutbound } from './lib/outbound.js';
 import { diffHistograms, histogramQuantile, parseHistograms, type Histogram } from './lib/prom.js';
 import { describeHostNoise, measureHostNoise, type HostNoise } from './lib/host-noise.js';
+import { MEDIA_SLICE_NS, setThreadSlice } from '../telephony/media/priority.js';
 
 const A = '/atoms/v1';
 const NUMBER = '+15550100';
@@ -85,6 +87,7 @@ const TURNS_AT_1 = intEnv('BENCH_TURNS_AT_1', 16, 1);
 const NOISE_S = intEnv('BENCH_HOST_NOISE_S', 10, 0);
 /** The nice value this process (the callers, phone and web) asks for once the servers run. */
 const CALLER_NICE = intEnv('BENCH_CALLER_NICE', -10, -20);
+const CALLER_SLICE = intEnv('BENCH_CALLER_SLICE', 1, 0) !== 0;
 /** Web callers send 20 ms chunks, as the phone callers send 20 ms packets (like for like). */
 const WS_CHUNK_MS = 20;
 const PAUSE_MS = intEnv('BENCH_PAUSE_MS', 1000, 0);
@@ -519,6 +522,15 @@ interface Target {
 
 const targets: Target[] = [];
 let callerNiceBefore: number | null = null;
+let callerSliceSet = false;
+/** setThreadSlice on this thread: null when it holds, else why not. */
+function trySlice(ns: number): string | null {
+  try {
+    return setThreadSlice(ns);
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
+  }
+}
 let failure: string | null = null;
 let setup: Awaited<ReturnType<typeof setupPhase>> | null = null;
 const rows: LevelRow[] = [];
@@ -585,7 +597,11 @@ try {
   } catch {
     /* not allowed (no CAP_SYS_NICE): the callers keep the default */
   }
-  log(`callers' nice value ${os.getPriority(0)} (asked ${CALLER_NICE})`);
+  // And the callers' thread asks for the short time slice the server's media thread has (PARLEY_MEDIA_PRIORITY=latency),
+  // so a packet's arrival is read when it comes rather than when another thread's slice ends.
+  const sliceRefused = CALLER_SLICE ? trySlice(MEDIA_SLICE_NS) : 'BENCH_CALLER_SLICE=0';
+  callerSliceSet = sliceRefused === null;
+  log(`callers' nice value ${os.getPriority(0)} (asked ${CALLER_NICE}); time slice ${callerSliceSet ? `${MEDIA_SLICE_NS / 1000} us` : `default (${sliceRefused})`}`);
   log('warm-up: one phone call per server and one web call, one turn each (not reported)');
   const seen = new Set<string>();
   for (const t of targets) {
@@ -677,6 +693,7 @@ try {
 } finally {
   // The outbound phase's servers and peers must not inherit the callers' nice value.
   if (callerNiceBefore !== null) os.setPriority(0, callerNiceBefore);
+  if (callerSliceSet) trySlice(0);
   killPeers();
   for (const t of targets) {
     if (t.server) serverEnds.push({ mediaThread: t.mediaThread, ...(await stopAndCollectProblems(t.server)) });

@@ -187,7 +187,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   if (sip && media instanceof MediaWorker) {
     await media.start();
     const p = media.priority;
-    if (p?.reason) logger.info({ priority: p.priority, reason: p.reason }, 'media thread: realtime scheduling not permitted here, normal priority');
+    if (p?.reason) logger.info({ wanted: settings.sip.mediaPriority, priority: p.priority, reason: p.reason }, `media thread: ${settings.sip.mediaPriority} scheduling not available here, normal priority`);
     else logger.info({ priority: p?.priority }, 'media thread priority');
   }
   const telephonyMetrics = new TelephonyMetrics(metrics.registry);

@@ -5,7 +5,7 @@ import { STT_DEFAULTS } from '../engine/models/defaults.js';
 import { INFERENCE_SCHEDULERS, type InferenceScheduler } from '../engine/models/queue.js';
 import { defaultPublicAddress } from '../telephony/sip/address.js';
 import { DEFAULT_RTP_PORTS, parsePortRange, type PortRange } from '../telephony/media/ports.js';
-import { DEFAULT_MEDIA_PRIORITY, type MediaPriority } from '../telephony/media/priority.js';
+import { DEFAULT_MEDIA_PRIORITY, MEDIA_PRIORITIES, type MediaPriority } from '../telephony/media/priority.js';
 import { TRANSPORTS, parseCarrierAddress, validateAddressList, type Transport } from '../control-plane/telephony/validation.js';
 import { parseReworkDate } from '../control-plane/telephony/window.js';
 import { RECORDING_STORES, type RecordingStoreKind } from '../control-plane/recordings/object-store.js';
@@ -77,7 +77,8 @@ export interface Settings {
   /** SIP signalling: UDP and TCP on one port (0: an ephemeral port; null: `off`), the bind address, and the address put in Via, Contact and SDP. */
   /**
    * mediaThread: where calls' RTP runs (PARLEY_MEDIA_THREAD: `worker`, the default, or `main`); mediaPriority: the
-   * media worker thread's scheduling (PARLEY_MEDIA_PRIORITY: `realtime`, SCHED_RR where the process may, or `normal`).
+   * media worker thread's scheduling (PARLEY_MEDIA_PRIORITY: `latency`, the default, a short EEVDF time slice; `realtime`,
+   * SCHED_RR where the process may; or `normal`).
    */
   /** rtpTimeoutSecs: a call whose caller sends no RTP this long is hung up (PARLEY_RTP_TIMEOUT_SECS; 0: never). */
   sip: { port: number | null; host: string; publicAddress: string; rtpPorts: PortRange; mediaThread: 'worker' | 'main'; mediaPriority: MediaPriority; rtpTimeoutSecs: number };
@@ -157,8 +158,8 @@ function sipSettings(env: NodeJS.ProcessEnv): Settings['sip'] {
   const mediaThread = (env.PARLEY_MEDIA_THREAD || 'worker').trim().toLowerCase();
   if (mediaThread !== 'worker' && mediaThread !== 'main') throw new Error('PARLEY_MEDIA_THREAD must be worker or main');
   const mediaPriority = (env.PARLEY_MEDIA_PRIORITY || DEFAULT_MEDIA_PRIORITY).trim().toLowerCase();
-  if (mediaPriority !== 'realtime' && mediaPriority !== 'normal') throw new Error('PARLEY_MEDIA_PRIORITY must be realtime or normal');
-  return { port, host, publicAddress, rtpPorts: parsePortRange(env.PARLEY_RTP_PORTS ?? DEFAULT_RTP_PORTS), mediaThread, mediaPriority, rtpTimeoutSecs: int(env, 'PARLEY_RTP_TIMEOUT_SECS', 60, 0) };
+  if (!MEDIA_PRIORITIES.includes(mediaPriority as MediaPriority)) throw new Error(`PARLEY_MEDIA_PRIORITY must be ${MEDIA_PRIORITIES.join(', ')}`);
+  return { port, host, publicAddress, rtpPorts: parsePortRange(env.PARLEY_RTP_PORTS ?? DEFAULT_RTP_PORTS), mediaThread, mediaPriority: mediaPriority as MediaPriority, rtpTimeoutSecs: int(env, 'PARLEY_RTP_TIMEOUT_SECS', 60, 0) };
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, dflt: number, min: number): number {

@@ -2,9 +2,11 @@
 // loopback: speech both ways exactly (G.711-quantised) plain and SRTP, digits both ways, what is still queued, barge-in,
 // the final counters, the send clock's timing, a bind that cannot get a port, and the media thread's scheduling (PARLEY_MEDIA_PRIORITY).
 import { readdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PortAllocator } from '../telephony/media/ports.js';
 import { MediaWorker } from '../telephony/media/remote.js';
+import { MEDIA_SLICE_NS } from '../telephony/media/priority.js';
 import { acceptAnswer, buildOffer, negotiate, type Codec, type MediaEncryption } from '../telephony/media/sdp.js';
 import { RtpSession } from '../telephony/media/session.js';
 import type { MediaLeg } from '../telephony/media/leg.js';
@@ -208,4 +210,58 @@ describe('the media thread priority (PARLEY_MEDIA_PRIORITY)', () => {
       await realtime.close();
     }
   });
+
+  it('gives the media worker thread alone a 0.1 ms EEVDF time slice by default (latency), its nice value kept', async () => {
+    const before = shortSliceThreads(); // the other workers of this file, made with the default too
+    const worker = new MediaWorker({ min: 42840, max: 42859 });
+    try {
+      await worker.start();
+      if (kernelHasCustomSlices()) {
+        expect(worker.priority).toEqual({ priority: 'latency' });
+        const added = shortSliceThreads().filter((t) => !before.includes(t));
+        expect(added).toHaveLength(1); // the worker's thread, not the process's main thread
+        expect(added[0]).not.toBe(String(process.pid));
+        expect(niceOf(added[0]!)).toBe(niceOf(String(process.pid)));
+        expect(sliceOf(String(process.pid))).not.toBe(MEDIA_SLICE_NS);
+      } else {
+        // A kernel before 6.12 takes the call and ignores the slice: it says so and runs at normal priority.
+        expect(worker.priority?.priority).toBe('normal');
+        expect(worker.priority?.reason).toMatch(/custom time slices/);
+        expect(shortSliceThreads()).toEqual(before);
+      }
+      const leg = await worker.bind('127.0.0.2');
+      expect(leg.localPort).toBeGreaterThanOrEqual(42840);
+      await leg.finish();
+    } finally {
+      await worker.close();
+    }
+    expect(shortSliceThreads()).toEqual(before); // the thread is gone with the worker
+  });
 });
+
+/** The kernel's EEVDF time slice of one of this process's threads (se.slice in /proc/self/task/<tid>/sched), in ns. */
+function sliceOf(tid: string): number | null {
+  try {
+    const m = /^se\.slice\s*:\s*(\d+)/m.exec(readFileSync(`/proc/self/task/${tid}/sched`, 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null; // the thread ended meanwhile
+  }
+}
+
+/** Threads of this process with the media thread's slice. */
+function shortSliceThreads(): string[] {
+  return readdirSync('/proc/self/task').filter((tid) => sliceOf(tid) === MEDIA_SLICE_NS);
+}
+
+/** A thread's nice value (field 19 of its stat). */
+function niceOf(tid: string): number {
+  const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+}
+
+/** Custom slices came with Linux 6.12. */
+function kernelHasCustomSlices(): boolean {
+  const [major, minor] = os.release().split('.').map((n) => Number.parseInt(n, 10));
+  return major! > 6 || (major === 6 && minor! >= 12);
+}

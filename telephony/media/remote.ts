@@ -7,7 +7,7 @@ import { Worker } from 'node:worker_threads';
 import { isDtmfString } from './dtmf.js';
 import type { MediaLeg, MediaLegs } from './leg.js';
 import type { PortRange } from './ports.js';
-import type { MediaPriority, MediaPriorityOutcome } from './priority.js';
+import { DEFAULT_MEDIA_PRIORITY, type MediaPriority, type MediaPriorityOutcome } from './priority.js';
 import { deliverTo, SAMPLE_RATE, type RtpSessionStats, type RtpStartParams } from './session.js';
 
 export type ToMediaWorker =
@@ -47,12 +47,12 @@ export class MediaWorker implements MediaLegs {
   private nextId = 1;
   private readonly legs = new Map<number, RemoteMediaLeg>();
   private readonly ready = new WeakMap<Worker, Promise<void>>();
-  /** The scheduling the worker runs at, once it is ready (PARLEY_MEDIA_PRIORITY; realtime only where permitted). */
+  /** The scheduling the worker runs at, once it is ready (PARLEY_MEDIA_PRIORITY; latency or realtime only where available). */
   priority: MediaPriorityOutcome | null = null;
 
   constructor(
     private readonly range: PortRange,
-    private readonly wantedPriority: MediaPriority = 'normal',
+    private readonly wantedPriority: MediaPriority = DEFAULT_MEDIA_PRIORITY,
   ) {}
 
   /** Legs up now. */
