@@ -684,6 +684,8 @@ try {
   }
   if (NOISE_S > 0) {
     await sleep(2000); // the last calls' BYEs and records
+    // The probe is a child process: it would inherit the callers' short time slice (it sets its own nice value).
+    if (callerSliceSet) callerSliceSet = trySlice(0) !== null;
     hostNoise.after = await measureHostNoise(NOISE_S);
     log(`host timer noise, servers idle: ${describeHostNoise(hostNoise.after)}`);
   }
@@ -691,7 +693,7 @@ try {
   failure = err instanceof Error ? err.message : String(err);
   for (const t of targets) if (t.server) failure += `\nserver (${t.mediaThread}) exit code ${t.server.exitCode}; last log lines:\n${t.server.logs.slice(-15).join('\n')}`;
 } finally {
-  // The outbound phase's servers and peers must not inherit the callers' nice value.
+  // The outbound phase's servers and peers must not inherit the callers' nice value or time slice.
   if (callerNiceBefore !== null) os.setPriority(0, callerNiceBefore);
   if (callerSliceSet) trySlice(0);
   killPeers();
