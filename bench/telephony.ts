@@ -684,8 +684,6 @@ try {
   }
   if (NOISE_S > 0) {
     await sleep(2000); // the last calls' BYEs and records
-    // The probe is a child process: it would inherit the callers' short time slice (it sets its own nice value).
-    if (callerSliceSet) callerSliceSet = trySlice(0) !== null;
     hostNoise.after = await measureHostNoise(NOISE_S);
     log(`host timer noise, servers idle: ${describeHostNoise(hostNoise.after)}`);
   }

@@ -67,13 +67,15 @@ const SYSCALLS: Record<string, { set: number; get: number }> = {
   riscv64: { set: 274, get: 275 },
 };
 
+const SCHED_FLAG_RESET_ON_FORK = 1n;
+
 /** struct sched_attr, first version (SCHED_ATTR_SIZE_VER0): the fields up to sched_period. */
 const SCHED_ATTR_SIZE = 48;
 
 /**
- * Gives the calling thread (SCHED_OTHER, its nice value kept) a custom EEVDF time slice of `ns` nanoseconds, and reads
- * it back: a kernel before 6.12 takes the call and ignores the value. 0 gives the thread back the default slice.
- * Returns null when it holds, else why not.
+ * Gives the calling thread (SCHED_OTHER, its nice value kept) a custom EEVDF time slice of `ns` nanoseconds, not passed
+ * on to the threads and processes it starts, and reads it back: a kernel before 6.12 takes the call and ignores the
+ * value. 0 gives the thread back the default slice. Returns null when it holds, else why not.
  */
 export function setThreadSlice(ns: number): string | null {
   if (process.platform !== 'linux') return `custom time slices are a Linux scheduler feature (this is ${process.platform})`;
@@ -90,7 +92,9 @@ export function setThreadSlice(ns: number): string | null {
   const attr = Buffer.alloc(SCHED_ATTR_SIZE);
   attr.writeUInt32LE(SCHED_ATTR_SIZE, 0); // size
   attr.writeUInt32LE(0, 4); // sched_policy: SCHED_OTHER
-  attr.writeBigUInt64LE(0n, 8); // sched_flags
+  // SCHED_FLAG_RESET_ON_FORK: a thread or process it starts later (a libuv pool thread, a child) gets the default
+  // slice, not this one. An unprivileged thread cannot clear the flag again, so every call sets it.
+  attr.writeBigUInt64LE(SCHED_FLAG_RESET_ON_FORK, 8); // sched_flags
   // The nice value stays what the thread has (sched_nice at offset 16 would otherwise reset it).
   attr.writeInt32LE(os.getPriority(), 16);
   attr.writeBigUInt64LE(BigInt(ns), 24); // sched_runtime: the slice
