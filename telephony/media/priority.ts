@@ -4,7 +4,8 @@
 //   sched_runtime on SCHED_OTHER; no privilege needed. Its deadline then comes first when it wakes, so its 20 ms send
 //   clock preempts the thread that holds the core instead of waiting for that thread's slice to run out; it takes no
 //   more CPU than before, at the same nice value. Measured (bench:telephony, 20 calls on 2 cores, runs alternating
-//   with `normal`): send deviation p99 4.0-4.9 ms in 9 of 10 runs, once 6.3 (median 4.6), against 4.7-6.8 over 6 (median 5.6).
+//   with `normal`): send deviation p99 4.0-4.9 ms in 9 of 11 runs, 5.5 and 6.3 in the others
+//   (median 4.6), against 4.7-6.8 over 6 (median 5.6).
 //   Where the kernel has no custom slices the thread stays normal, and the server says why.
 // - `realtime`: that one thread (not the process) under SCHED_RR where the process may (root or CAP_SYS_NICE), as
 //   Asterisk (-p) and FreeSWITCH (-rp) can for their media threads (20 calls: send deviation p99 1.5-2.0 ms against
