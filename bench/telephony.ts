@@ -523,14 +523,6 @@ interface Target {
 const targets: Target[] = [];
 let callerNiceBefore: number | null = null;
 let callerSliceSet = false;
-/** setThreadSlice on this thread: null when it holds, else why not. */
-function trySlice(ns: number): string | null {
-  try {
-    return setThreadSlice(ns);
-  } catch (err) {
-    return err instanceof Error ? err.message : String(err);
-  }
-}
 let failure: string | null = null;
 let setup: Awaited<ReturnType<typeof setupPhase>> | null = null;
 const rows: LevelRow[] = [];
@@ -599,7 +591,7 @@ try {
   }
   // And the callers' thread asks for the short time slice the server's media thread has (PARLEY_MEDIA_PRIORITY=latency),
   // so a packet's arrival is read when it comes rather than when another thread's slice ends.
-  const sliceRefused = CALLER_SLICE ? trySlice(MEDIA_SLICE_NS) : 'BENCH_CALLER_SLICE=0';
+  const sliceRefused = CALLER_SLICE ? setThreadSlice(MEDIA_SLICE_NS) : 'BENCH_CALLER_SLICE=0';
   callerSliceSet = sliceRefused === null;
   log(`callers' nice value ${os.getPriority(0)} (asked ${CALLER_NICE}); time slice ${callerSliceSet ? `${MEDIA_SLICE_NS / 1000} us` : `default (${sliceRefused})`}`);
   log('warm-up: one phone call per server and one web call, one turn each (not reported)');
@@ -693,7 +685,7 @@ try {
 } finally {
   // The outbound phase's servers and peers must not inherit the callers' nice value or time slice.
   if (callerNiceBefore !== null) os.setPriority(0, callerNiceBefore);
-  if (callerSliceSet) trySlice(0);
+  if (callerSliceSet) setThreadSlice(0);
   killPeers();
   for (const t of targets) {
     if (t.server) serverEnds.push({ mediaThread: t.mediaThread, ...(await stopAndCollectProblems(t.server)) });

@@ -39,12 +39,7 @@ export interface MediaPriorityOutcome {
 export async function applyMediaPriority(wanted: MediaPriority): Promise<MediaPriorityOutcome> {
   if (wanted === 'normal') return { priority: 'normal' };
   if (wanted === 'latency') {
-    let reason: string | null;
-    try {
-      reason = setThreadSlice(MEDIA_SLICE_NS);
-    } catch (err) {
-      reason = `sched_setattr could not be called: ${err instanceof Error ? err.message : String(err)}`;
-    }
+    const reason = setThreadSlice(MEDIA_SLICE_NS);
     return reason ? { priority: 'normal', reason } : { priority: 'latency' };
   }
   let tid: string;
@@ -79,6 +74,14 @@ const SCHED_ATTR_SIZE = 48;
  * value. 0 gives the thread back the default slice. Returns null when it holds, else why not.
  */
 export function setThreadSlice(ns: number): string | null {
+  try {
+    return applySlice(ns);
+  } catch (err) {
+    return `sched_setattr could not be called: ${err instanceof Error ? err.message : String(err)}`;
+  }
+}
+
+function applySlice(ns: number): string | null {
   if (process.platform !== 'linux') return `custom time slices are a Linux scheduler feature (this is ${process.platform})`;
   const nr = SYSCALLS[process.arch];
   if (!nr) return `no sched_setattr system call number known for ${process.arch}`;
