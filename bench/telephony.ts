@@ -38,7 +38,9 @@
 // servers run, where allowed, so the bench's own scheduling stays out of the RTP timing; 0 leaves it), BENCH_CALLER_SLICE (1:
 // the callers' thread takes the media thread's 0.1 ms time slice, as PARLEY_MEDIA_PRIORITY=latency; 0 leaves it), BENCH_HOST_NOISE_S
 // (10: seconds of a bare 20 ms timer, at nice 0 with the servers idle, before the first level and after the last: the
-// host's own floor for the RTP timing, which a shared VM can put above the 5 ms goal; 0 skips it).
+// host's own floor for the RTP timing, which a shared VM can put above the 5 ms goal; 0 skips it), BENCH_VCPU_STALLS (1: during
+// each level's phone calls alone, where tracefs is writable (root), count the host's vCPU stalls, bench/lib/vcpu-stalls.ts,
+// and give the caller's deviation p99 over the intervals no stall touched beside the whole one; 0 skips it).
 import dgram from 'node:dgram';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -58,6 +60,7 @@ import { outboundPhase, printOutbound } from './lib/outbound.js';
 import { diffHistograms, histogramQuantile, parseHistograms, type Histogram } from './lib/prom.js';
 import { describeHostNoise, measureHostNoise, type HostNoise } from './lib/host-noise.js';
 import { MEDIA_SLICE_NS, setThreadSlice } from '../telephony/media/priority.js';
+import { STALL_GAP_MS, stallTouched, VcpuStallProbe, type VcpuStalls } from './lib/vcpu-stalls.js';
 
 const A = '/atoms/v1';
 const NUMBER = '+15550100';
@@ -85,6 +88,7 @@ const TURNS = intEnv('BENCH_TURNS', 4, 1);
 const TURNS_AT_1 = intEnv('BENCH_TURNS_AT_1', 16, 1);
 /** Seconds of the host's timer-noise probe (bench/lib/host-noise.ts) before the first level and after the last; 0 skips it. */
 const NOISE_S = intEnv('BENCH_HOST_NOISE_S', 10, 0);
+const STALLS = process.env.BENCH_VCPU_STALLS !== '0';
 /** The nice value this process (the callers, phone and web) asks for once the servers run. */
 const CALLER_NICE = intEnv('BENCH_CALLER_NICE', -10, -20);
 const CALLER_SLICE = intEnv('BENCH_CALLER_SLICE', 1, 0) !== 0;
@@ -112,6 +116,12 @@ const log = (msg: string) => process.stderr.write(`[${((performance.now() - star
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const r1 = (x: number) => Math.round(x * 10) / 10;
 const fmt = (x: number | null | undefined, digits = 0) => (typeof x === 'number' && Number.isFinite(x) ? x.toFixed(digits) : 'n/a');
+const describeStalls = (v: SipSide['vcpuStalls']) =>
+  'unavailable' in v
+    ? `vCPU stalls: not read (${v.unavailable})`
+    : `vCPU stalls (a busy CPU without a timer interrupt for > ${STALL_GAP_MS} ms: the hypervisor held it): ${v.over6} over ${v.spanS} s (${v.over10} > 10 ms, ${v.over20} > 20 ms, max ${fmt(v.maxMs, 1)} ms, ${v.lostMs} ms lost); ` +
+      `they touched ${fmt(v.touchedPct, 1)}% of the caller's intervals; deviation p99 over the others ${fmt(v.deviationP99OutsideMs, 1)} ms; ` +
+      `the kernel's memory-reclaim threads (kdamond, kswapd) ran ${v.reclaim.cpuMs} ms, ${v.reclaim.runsOver10Ms} runs > 10 ms (max ${fmt(v.reclaim.maxRunMs, 1)} ms)`;
 const nums = (xs: readonly (number | null | undefined)[]) => xs.filter((x): x is number => typeof x === 'number' && Number.isFinite(x));
 const q = (xs: readonly (number | null | undefined)[], p: number) => r1(quantile(nums(xs), p));
 
@@ -199,8 +209,9 @@ interface CallResult {
   setupMs: number | null;
   v2vMs: number[];
   turnsDone: number;
-  /** |inter-arrival - 20 ms| of the server's packets. */
+  /** |inter-arrival - 20 ms| of the server's packets: deviations[i] is between arrivals[i] and arrivals[i + 1]. */
   deviations: number[];
+  arrivals: number[];
   callId: string | null;
   metrics: TurnMetrics[];
   error?: string;
@@ -219,7 +230,7 @@ class PhoneCaller {
   private voiceWaiter: { after: number; resolve: (at: number) => void } | null = null;
   private stopClock: (() => void) | null = null;
   private remote: { address: string; port: number } | null = null;
-  readonly result: CallResult = { setupMs: null, v2vMs: [], turnsDone: 0, deviations: [], callId: null, metrics: [] };
+  readonly result: CallResult = { setupMs: null, v2vMs: [], turnsDone: 0, deviations: [], arrivals: [], callId: null, metrics: [] };
 
   async dial(sipPort: number): Promise<void> {
     await new Promise<void>((r) => this.rtp.bind(0, PEER_HOST, () => r()));
@@ -301,6 +312,7 @@ class PhoneCaller {
     const at = performance.now();
     if (this.lastArrival) this.result.deviations.push(Math.abs(at - this.lastArrival - FRAME_MS));
     this.lastArrival = at;
+    this.result.arrivals.push(at);
     const start = 12 + (msg[0]! & 0x0f) * 4 + (msg[0]! & 0x10 ? 4 + msg.readUInt16BE(12 + (msg[0]! & 0x0f) * 4 + 2) * 4 : 0);
     let voiced = false;
     for (let i = start; i < msg.length && !voiced; i++) voiced = msg[i] !== SILENCE;
@@ -356,7 +368,7 @@ async function heardOut(c: AgentCaller, from: number, firstAt: number): Promise<
 
 async function webCall(server: TestServer, agentId: string, sentences: Buffer[], index: number, delayMs: number, turns = TURNS): Promise<CallResult> {
   await sleep(delayMs);
-  const out: CallResult = { setupMs: null, v2vMs: [], turnsDone: 0, deviations: [], callId: null, metrics: [] };
+  const out: CallResult = { setupMs: null, v2vMs: [], turnsDone: 0, deviations: [], arrivals: [], callId: null, metrics: [] };
   const t0 = performance.now();
   const c = new AgentCaller(connectUrl(server, { token: server.key, agent_id: agentId, sample_rate: String(WS_RATE) }), WS_RATE, {}, WS_CHUNK_MS);
   c.ws.on('error', () => undefined);
@@ -446,7 +458,17 @@ interface Side {
   v2vByCall: number[][];
 }
 
-type SipSide = Side & { mediaThread: string; deviationP99Ms: number; deviationMaxMs: number; sendDeviationP99Ms: number; underrunS: number; skippedTicks: number; held: boolean };
+type SipSide = Side & {
+  mediaThread: string;
+  deviationP99Ms: number;
+  deviationMaxMs: number;
+  sendDeviationP99Ms: number;
+  underrunS: number;
+  skippedTicks: number;
+  held: boolean;
+  /** The host's vCPU stalls during these calls (bench/lib/vcpu-stalls.ts; BENCH_VCPU_STALLS), or why they were not read. */
+  vcpuStalls: (Omit<VcpuStalls, 'windows'> & { touchedPct: number; deviationP99OutsideMs: number }) | { unavailable: string };
+};
 
 interface LevelRow {
   level: number;
@@ -534,7 +556,14 @@ const hostNoise: { before: HostNoise | null; after: HostNoise | null } = { befor
 /** N phone calls against one target: the side's figures with the media counters of that server over the level. */
 async function phoneSide(t: Target, n: number, turns: number, speech: Buffer[], seen: Set<string>): Promise<SipSide> {
   const s = t.server as TestServer;
-  const phone = await side(s, n, turns, (i, d) => phoneCall(s, speech, i, d, turns), () => phoneRecords(s, seen));
+  const probe = STALLS ? VcpuStallProbe.start() : 'BENCH_VCPU_STALLS=0';
+  let phone: Awaited<ReturnType<typeof side>>;
+  let stalls: VcpuStalls | null = null;
+  try {
+    phone = await side(s, n, turns, (i, d) => phoneCall(s, speech, i, d, turns), () => phoneRecords(s, seen));
+  } finally {
+    if (typeof probe !== 'string') stalls = await probe.stop();
+  }
   const c1 = await mediaCounters(s);
   const deviations = phone.results.flatMap((r) => r.deviations);
   const underrunS = r1((c1.underrunS - t.counters.underrunS) * 1000) / 1000;
@@ -542,7 +571,21 @@ async function phoneSide(t: Target, n: number, turns: number, speech: Buffer[], 
   const sendDeviationP99Ms = r1(histogramQuantile(diffHistograms(c1.sendDeviation, t.counters.sendDeviation).get(''), 0.99) * 1000);
   t.counters = c1;
   const held = phone.side.failed === 0 && underrunS === 0 && skippedTicks === 0;
-  return { ...phone.side, mediaThread: t.mediaThread, deviationP99Ms: q(deviations, 0.99), deviationMaxMs: r1(deviations.length ? Math.max(...deviations) : NaN), sendDeviationP99Ms, underrunS, skippedTicks, held };
+  let vcpuStalls: SipSide['vcpuStalls'] = { unavailable: typeof probe === 'string' ? probe : 'not read' };
+  if (stalls) {
+    // The caller's intervals a stall touched, and the deviation over the others: what the server does when the host runs it.
+    const outside: number[] = [];
+    let touched = 0;
+    for (const r of phone.results) {
+      r.deviations.forEach((d, i) => {
+        if (stallTouched(stalls.windows, r.arrivals[i]!, r.arrivals[i + 1]!)) touched++;
+        else outside.push(d);
+      });
+    }
+    const { windows: _w, ...counts } = stalls;
+    vcpuStalls = { ...counts, touchedPct: r1((touched / Math.max(1, deviations.length)) * 100), deviationP99OutsideMs: q(outside, 0.99) };
+  }
+  return { ...phone.side, mediaThread: t.mediaThread, deviationP99Ms: q(deviations, 0.99), deviationMaxMs: r1(deviations.length ? Math.max(...deviations) : NaN), sendDeviationP99Ms, underrunS, skippedTicks, held, vcpuStalls };
 }
 
 try {
@@ -629,6 +672,7 @@ try {
           `  SIP (${t.mediaThread}) v2v p50 ${fmt(sip.v2vP50Ms)} p95 ${fmt(sip.v2vP95Ms)} ms; RTP deviation p99 ${fmt(sip.deviationP99Ms, 1)} ms (at the send ${fmt(sip.sendDeviationP99Ms, 1)}); ` +
             `underrun ${sip.underrunS} s, skipped ticks ${sip.skippedTicks}: ${sip.held ? 'held' : 'NOT held'}`,
         );
+        log(`    ${describeStalls(sip.vcpuStalls)}`);
       }
     };
     const webIds: string[] = [];
@@ -792,6 +836,7 @@ console.log(
   `  RTP inter-packet deviation p99 <= ${GOAL_DEVIATION_P99_MS} ms at ${goals.maxCallsHeld} calls: ${fmt(goals.deviationP99AtMaxMs, 1)} ms at the caller ${met(goals.deviationMet)} ` +
     `(at the server's send: ${fmt(goals.sendDeviationP99AtMaxMs, 1)} ms)`,
 );
+if (maxHeld) console.log(`  at ${maxHeld.level} calls, ${describeStalls(maxHeld.sip.vcpuStalls)}`);
 for (const [when, n] of [['before the levels', hostNoise.before], ['after them', hostNoise.after]] as const) {
   if (n) console.log(`  the host's own floor ${when} (a bare 20 ms timer at nice 0, servers idle): ${describeHostNoise(n)}`);
 }
