@@ -121,7 +121,8 @@ const describeStalls = (v: SipSide['vcpuStalls']) =>
     ? `vCPU stalls: not read (${v.unavailable})`
     : `vCPU stalls (a busy CPU without a timer interrupt for > ${STALL_GAP_MS} ms: the hypervisor held it): ${v.over6} over ${v.spanS} s (${v.over10} > 10 ms, ${v.over20} > 20 ms, max ${fmt(v.maxMs, 1)} ms, ${v.lostMs} ms lost); ` +
       `they touched ${fmt(v.touchedPct, 1)}% of the caller's intervals; deviation p99 over the others ${fmt(v.deviationP99OutsideMs, 1)} ms; ` +
-      `the kernel's memory-reclaim threads (kdamond, kswapd) ran ${v.reclaim.cpuMs} ms, ${v.reclaim.runsOver10Ms} runs > 10 ms (max ${fmt(v.reclaim.maxRunMs, 1)} ms)`;
+      `the kernel's memory-reclaim threads (kdamond, kswapd) ran ${v.reclaim.cpuMs} ms, ${v.reclaim.runsOver10Ms} runs > 10 ms (max ${fmt(v.reclaim.maxRunMs, 1)} ms)` +
+      (v.overwritten ? `; ${v.overwritten} trace events overwritten, the counts are short` : '');
 const nums = (xs: readonly (number | null | undefined)[]) => xs.filter((x): x is number => typeof x === 'number' && Number.isFinite(x));
 const q = (xs: readonly (number | null | undefined)[], p: number) => r1(quantile(nums(xs), p));
 

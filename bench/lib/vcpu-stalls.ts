@@ -7,7 +7,7 @@
 // Read through a tracefs instance of its own (its own ring buffer; the machine's tracing is left as it is), with the
 // CLOCK_MONOTONIC trace clock, so that its timestamps compare with performance.now(). Needs root and tracefs mounted
 // (/sys/kernel/tracing); elsewhere start() says why not, and the bench reports no stall figures.
-import { createReadStream, existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { gunzipSync } from 'node:zlib';
 
@@ -32,6 +32,8 @@ export interface VcpuStalls {
   lostMs: number;
   /** Seconds traced. */
   spanS: number;
+  /** Events the ring buffer overwrote (0 unless the phase outran it; then the counts above are short). */
+  overwritten: number;
   /**
    * The guest kernel's own memory-reclaim threads (kdamond: DAMON, which a VM platform may run to hand cold memory back
    * to the host; kswapd): their CPU time and their long runs, in which a thread queued on that CPU waits (a kernel
@@ -65,7 +67,7 @@ export class VcpuStallProbe {
       if (!existsSync(dir)) mkdirSync(dir);
       writeFileSync(`${dir}/tracing_on`, '0');
       writeFileSync(`${dir}/trace_clock`, 'mono');
-      writeFileSync(`${dir}/buffer_size_kb`, '16384');
+      writeFileSync(`${dir}/buffer_size_kb`, '32768');
       writeFileSync(`${dir}/trace`, '');
       // Only the switches into and out of the idle task (whether the CPU is busy) and the reclaim threads'.
       const reclaim = RECLAIM_THREADS.map((t) => `prev_comm ~ "${t}*" || next_comm ~ "${t}*"`).join(' || ');
@@ -85,7 +87,13 @@ export class VcpuStallProbe {
   async stop(): Promise<VcpuStalls> {
     try {
       writeFileSync(`${this.dir}/tracing_on`, '0');
-      return await this.read();
+      const counts = await this.read();
+      // per_cpu/cpuN/stats: "overrun: N" is what the ring buffer overwrote.
+      for (const cpu of readdirSync(`${this.dir}/per_cpu`)) {
+        const m = /^overrun: (\d+)$/m.exec(readFileSync(`${this.dir}/per_cpu/${cpu}/stats`, 'utf8'));
+        counts.overwritten += Number(m?.[1] ?? 0);
+      }
+      return counts;
     } finally {
       removeInstance(this.dir);
     }
@@ -140,6 +148,7 @@ export class VcpuStallProbe {
       maxMs: lengths.length ? Math.round(Math.max(...lengths) * 10) / 10 : 0,
       lostMs: Math.round(lengths.reduce((a, g) => a + g - this.tickMs, 0)),
       spanS: Number.isFinite(first) ? Math.round(last - first) / 1000 : 0,
+      overwritten: 0,
       reclaim: {
         cpuMs: Math.round(reclaimRuns.reduce((a, r) => a + r, 0)),
         runsOver10Ms: reclaimRuns.filter((r) => r > 10).length,
