@@ -549,7 +549,7 @@ let callerSliceSet = false;
 let failure: string | null = null;
 let setup: Awaited<ReturnType<typeof setupPhase>> | null = null;
 const rows: LevelRow[] = [];
-const serverEnds: Array<{ mediaThread: string; exit: number | null; problems: string[] }> = [];
+const serverEnds: Array<{ mediaThread: string; sending: string; exit: number | null; problems: string[] }> = [];
 let stoppedBecause: string | null = null;
 /** The host's timer noise with the servers idle, before the first level and after the last. */
 const hostNoise: { before: HostNoise | null; after: HostNoise | null } = { before: null, after: null };
@@ -733,7 +733,7 @@ try {
   if (callerSliceSet) setThreadSlice(0);
   killPeers();
   for (const t of targets) {
-    if (t.server) serverEnds.push({ mediaThread: t.mediaThread, ...(await stopAndCollectProblems(t.server)) });
+    if (t.server) serverEnds.push({ mediaThread: t.mediaThread, sending: describeSending(t.server.logs), ...(await stopAndCollectProblems(t.server)) });
     await t.store.cleanup();
   }
 }
@@ -843,7 +843,7 @@ for (const [when, n] of [['before the levels', hostNoise.before], ['after them',
 }
 console.log(`  concurrent calls held with output never behind real time: ${goals.maxCallsHeld}${goals.firstLevelNotHeld ? ` (level ${goals.firstLevelNotHeld} was not)` : ' (highest level run)'}`);
 for (const end of serverEnds) {
-  console.log(`\nserver (media thread ${end.mediaThread}): exit code on SIGTERM ${end.exit}; ${end.problems.length} log lines at warn or above / stderr`);
+  console.log(`\nserver (media thread ${end.mediaThread}; ${end.sending}): exit code on SIGTERM ${end.exit}; ${end.problems.length} log lines at warn or above / stderr`);
   for (const l of end.problems.slice(0, 10)) console.log(`  ${l.slice(0, 300)}`);
 }
 if (outbound) {
@@ -876,3 +876,27 @@ writeFileSync(
 );
 console.log(`\nwrote ${path.relative(process.cwd(), outFile)}`);
 if (failure || outbound?.failure) process.exitCode = 1;
+
+/** How the server sends RTP, from its start-up log: the media thread's scheduling and the send pool (PARLEY_RTP_SENDERS). */
+function describeSending(logs: string[]): string {
+  const find = (prefix: string) => {
+    for (const chunk of logs) {
+      for (const line of chunk.split('\n')) {
+        if (!line.includes(`"msg":"${prefix}`)) continue;
+        try {
+          return JSON.parse(line) as Record<string, unknown>;
+        } catch {
+          return null;
+        }
+      }
+    }
+    return null;
+  };
+  const priority = find('media thread');
+  const pool = find('RTP send pool');
+  const sched = priority ? `scheduling ${String(priority.priority)}` : 'scheduling not logged';
+  if (!pool) return `${sched}, send pool not logged`;
+  if (!pool.senders) return `${sched}, no send pool (the media thread sends)${pool.reason ? `: ${String(pool.reason)}` : ''}`;
+  const cpus = Array.isArray(pool.cpus) ? ` on CPUs ${pool.cpus.join(',')}` : '';
+  return `${sched}, send pool of ${String(pool.senders)} sender thread(s)${cpus}${pool.leadMs !== undefined ? `, built ${String(pool.leadMs)} ms ahead` : ''}${pool.reason ? ` (${String(pool.reason)})` : ''}`;
+}

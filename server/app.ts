@@ -183,12 +183,15 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   // Digest nonces are signed with a secret in the store, so a challenge one server made is good at every other.
   if (settings.sip.port !== null) useNonceSecret(await loadSigningSecret(store.db, 'sip_digest_nonce_key'));
   const sip = settings.sip.port === null ? null : await SipStack.start({ host: settings.sip.host, port: settings.sip.port, publicAddress: settings.sip.publicAddress, logger });
-  const media = settings.sip.mediaThread === 'worker' ? new MediaWorker(settings.sip.rtpPorts, settings.sip.mediaPriority) : mainThreadLegs(new PortAllocator(settings.sip.rtpPorts));
+  const media = settings.sip.mediaThread === 'worker' ? new MediaWorker(settings.sip.rtpPorts, settings.sip.mediaPriority, { senders: settings.sip.rtpSenders, leadMs: settings.sip.rtpSendLeadMs }) : mainThreadLegs(new PortAllocator(settings.sip.rtpPorts));
   if (sip && media instanceof MediaWorker) {
     await media.start();
     const p = media.priority;
     if (p?.reason) logger.info({ wanted: settings.sip.mediaPriority, priority: p.priority, reason: p.reason }, `media thread: ${settings.sip.mediaPriority} scheduling not available here, normal priority`);
     else logger.info({ priority: p?.priority }, 'media thread priority');
+    const sending = media.sending;
+    if (sending?.sendersReason) logger.info({ wanted: settings.sip.rtpSenders, senders: sending.senders, reason: sending.sendersReason }, 'RTP send pool: not as asked');
+    else logger.info({ senders: sending?.senders, cpus: sending?.senderCpus, leadMs: settings.sip.rtpSendLeadMs }, 'RTP send pool');
   }
   const telephonyMetrics = new TelephonyMetrics(metrics.registry);
   // Outbound calls: paced per carrier address in this process, or with every server sharing PARLEY_REDIS_URL.

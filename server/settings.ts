@@ -5,6 +5,7 @@ import { STT_DEFAULTS } from '../engine/models/defaults.js';
 import { INFERENCE_SCHEDULERS, type InferenceScheduler } from '../engine/models/queue.js';
 import { defaultPublicAddress } from '../telephony/sip/address.js';
 import { DEFAULT_RTP_PORTS, parsePortRange, type PortRange } from '../telephony/media/ports.js';
+import { DEFAULT_RTP_SENDERS, DEFAULT_SEND_LEAD_MS } from '../telephony/media/sendpool.js';
 import { DEFAULT_MEDIA_PRIORITY, MEDIA_PRIORITIES, type MediaPriority } from '../telephony/media/priority.js';
 import { TRANSPORTS, parseCarrierAddress, validateAddressList, type Transport } from '../control-plane/telephony/validation.js';
 import { parseReworkDate } from '../control-plane/telephony/window.js';
@@ -78,10 +79,12 @@ export interface Settings {
   /**
    * mediaThread: where calls' RTP runs (PARLEY_MEDIA_THREAD: `worker`, the default, or `main`); mediaPriority: the
    * media worker thread's scheduling (PARLEY_MEDIA_PRIORITY: `latency`, the default, a short EEVDF time slice; `realtime`,
-   * SCHED_RR where the process may; or `normal`).
+   * SCHED_RR where the process may; or `normal`); rtpSenders: the send pool's sender threads, one per CPU up to this
+   * (PARLEY_RTP_SENDERS, 2; 0: the media thread sends itself); rtpSendLeadMs: how far ahead of its time a packet is
+   * built and handed to them (PARLEY_RTP_SEND_LEAD_MS, 10).
    */
   /** rtpTimeoutSecs: a call whose caller sends no RTP this long is hung up (PARLEY_RTP_TIMEOUT_SECS; 0: never). */
-  sip: { port: number | null; host: string; publicAddress: string; rtpPorts: PortRange; mediaThread: 'worker' | 'main'; mediaPriority: MediaPriority; rtpTimeoutSecs: number };
+  sip: { port: number | null; host: string; publicAddress: string; rtpPorts: PortRange; mediaThread: 'worker' | 'main'; mediaPriority: MediaPriority; rtpSenders: number; rtpSendLeadMs: number; rtpTimeoutSecs: number };
   /** Redis shared by several servers (PARLEY_REDIS_URL): the outbound pace per carrier address is kept there. */
   redisUrl?: string;
   /** Outbound calls that may wait per carrier address (PARLEY_OUTBOUND_QUEUE); beyond it 429 with Retry-After. */
@@ -159,7 +162,11 @@ function sipSettings(env: NodeJS.ProcessEnv): Settings['sip'] {
   if (mediaThread !== 'worker' && mediaThread !== 'main') throw new Error('PARLEY_MEDIA_THREAD must be worker or main');
   const mediaPriority = (env.PARLEY_MEDIA_PRIORITY || DEFAULT_MEDIA_PRIORITY).trim().toLowerCase();
   if (!MEDIA_PRIORITIES.includes(mediaPriority as MediaPriority)) throw new Error(`PARLEY_MEDIA_PRIORITY must be ${MEDIA_PRIORITIES.join(', ')}`);
-  return { port, host, publicAddress, rtpPorts: parsePortRange(env.PARLEY_RTP_PORTS ?? DEFAULT_RTP_PORTS), mediaThread, mediaPriority: mediaPriority as MediaPriority, rtpTimeoutSecs: int(env, 'PARLEY_RTP_TIMEOUT_SECS', 60, 0) };
+  const rtpSenders = int(env, 'PARLEY_RTP_SENDERS', DEFAULT_RTP_SENDERS, 0);
+  if (rtpSenders > 8) throw new Error('PARLEY_RTP_SENDERS must be 0-8 (sender threads, one per CPU)');
+  const rtpSendLeadMs = int(env, 'PARLEY_RTP_SEND_LEAD_MS', DEFAULT_SEND_LEAD_MS, 1);
+  if (rtpSendLeadMs > 40) throw new Error('PARLEY_RTP_SEND_LEAD_MS must be 1-40 (milliseconds)');
+  return { port, host, publicAddress, rtpPorts: parsePortRange(env.PARLEY_RTP_PORTS ?? DEFAULT_RTP_PORTS), mediaThread, mediaPriority: mediaPriority as MediaPriority, rtpSenders, rtpSendLeadMs, rtpTimeoutSecs: int(env, 'PARLEY_RTP_TIMEOUT_SECS', 60, 0) };
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, dflt: number, min: number): number {

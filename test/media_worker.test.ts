@@ -74,6 +74,37 @@ describe('media legs in the worker thread', () => {
         expect(await a.finish()).toBe(stats); // twice: the same answer
       }),
     );
+    // Those packets left through the send pool (the default): its sender threads run, one per CPU up to two.
+    expect(worker.sending?.senders).toBe(Math.min(2, os.availableParallelism()));
+    expect(worker.sending?.sendersReason).toBeUndefined();
+  });
+
+  it('without the send pool (PARLEY_RTP_SENDERS=0) the media thread sends, and the speech arrives the same', async () => {
+    const direct = new MediaWorker({ min: 42860, max: 42879 }, 'latency', { senders: 0, leadMs: 10 });
+    try {
+      const hello = toInt16(asteriskAudio('hello-world').samples).subarray(0, 8000);
+      const a = await direct.bind('127.0.0.2');
+      const b = await RtpSession.bind({ localAddress: '127.0.0.1', ports: theirs });
+      peers.push(b);
+      const offer = buildOffer({ encryption: 'disable', localAddress: '127.0.0.1', localPort: b.localPort });
+      const answer = negotiate(offer.sdp, { encryption: 'allow', localAddress: '127.0.0.2', localPort: a.localPort });
+      if (!answer.ok) throw new Error(answer.reason);
+      const accepted = acceptAnswer(answer.answerSdp, offer);
+      if (!accepted.ok) throw new Error(accepted.reason);
+      await a.start(answer);
+      await b.start(accepted);
+      expect(direct.sending).toEqual({ senders: 0, senderCpus: [] });
+      const heard: Int16Array[] = [];
+      b.onAudio = (f) => heard.push(f);
+      a.send(hello);
+      await waitFor(() => a.queuedMs() === 0 && heard.length * 160 > hello.length + 4000, 6000);
+      expect(findExact(concat(heard), g711RoundTrip(hello, 'PCMU'))).toBeGreaterThanOrEqual(0);
+      const stats = await a.finish();
+      expect(stats.sendErrors).toBe(0);
+      expect(stats.sendDeviation.counts.reduce((x, y) => x + y, 0)).toBeGreaterThan(hello.length / 160);
+    } finally {
+      await direct.close();
+    }
   });
 
   it('sends and receives digits, clears queued audio at once, and counts mid-turn underruns', async () => {
@@ -181,7 +212,7 @@ function roundRobinThreads(): string[] {
 }
 
 describe('the media thread priority (PARLEY_MEDIA_PRIORITY)', () => {
-  it('puts the media worker thread alone under SCHED_RR where the process may, and leaves it normal when asked to', async () => {
+  it('puts the media worker thread and its RTP sender threads alone under SCHED_RR where the process may, and leaves them normal when asked to', async () => {
     const before = roundRobinThreads();
     const normal = new MediaWorker({ min: 42800, max: 42819 }, 'normal');
     const realtime = new MediaWorker({ min: 42820, max: 42839 }, 'realtime');
@@ -193,8 +224,9 @@ describe('the media thread priority (PARLEY_MEDIA_PRIORITY)', () => {
       if (canRunRealtime()) {
         expect(realtime.priority).toEqual({ priority: 'realtime' });
         const added = roundRobinThreads().filter((t) => !before.includes(t));
-        expect(added).toHaveLength(1); // the worker's thread, not the process's main thread
-        expect(added[0]).not.toBe(String(process.pid));
+        // The worker's thread and its send pool's sender threads, not the process's main thread.
+        expect(added).toHaveLength(1 + realtime.sending!.senders);
+        expect(added).not.toContain(String(process.pid));
       } else {
         // Not permitted here: it says why and runs at normal priority.
         expect(realtime.priority?.priority).toBe('normal');
@@ -211,7 +243,7 @@ describe('the media thread priority (PARLEY_MEDIA_PRIORITY)', () => {
     }
   });
 
-  it('gives the media worker thread alone a 0.1 ms EEVDF time slice by default (latency), its nice value kept', async () => {
+  it('gives the media worker thread and its RTP sender threads alone a 0.1 ms EEVDF time slice by default (latency), their nice value kept', async () => {
     const before = shortSliceThreads(); // the other workers of this file, made with the default too
     const worker = new MediaWorker({ min: 42840, max: 42859 });
     try {
@@ -219,9 +251,11 @@ describe('the media thread priority (PARLEY_MEDIA_PRIORITY)', () => {
       if (kernelHasCustomSlices()) {
         expect(worker.priority).toEqual({ priority: 'latency' });
         const added = shortSliceThreads().filter((t) => !before.includes(t));
-        expect(added).toHaveLength(1); // the worker's thread, not the process's main thread
-        expect(added[0]).not.toBe(String(process.pid));
-        expect(niceOf(added[0]!)).toBe(niceOf(String(process.pid)));
+        // The worker's thread and its send pool's sender threads, not the process's main thread.
+        expect(worker.sending!.senders).toBeGreaterThanOrEqual(1);
+        expect(added).toHaveLength(1 + worker.sending!.senders);
+        expect(added).not.toContain(String(process.pid));
+        for (const tid of added) expect(niceOf(tid)).toBe(niceOf(String(process.pid)));
         expect(sliceOf(String(process.pid))).not.toBe(MEDIA_SLICE_NS);
       } else {
         // A kernel before 6.12 takes the call and ignores the slice: it says so and runs at normal priority.
@@ -235,7 +269,8 @@ describe('the media thread priority (PARLEY_MEDIA_PRIORITY)', () => {
     } finally {
       await worker.close();
     }
-    expect(shortSliceThreads()).toEqual(before); // the thread is gone with the worker
+    await waitFor(() => shortSliceThreads().length === before.length, 3000); // the threads are gone with the worker
+    expect(shortSliceThreads()).toEqual(before);
   });
 });
 

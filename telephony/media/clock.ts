@@ -10,18 +10,26 @@ export interface SendClockOptions {
   earlyMs?: number;
   /** Time source in milliseconds (performance.now). */
   now?: () => number;
+  /**
+   * Start on the shared grid (multiples of the interval on the time source's scale) instead of at start(): every clock
+   * of a thread then ticks at the same instants, so one timer wake-up serves every call (FreeSWITCH's soft timer
+   * shares one timer per interval the same way), and the send pool's threads wake once per 20 ms, not once per call.
+   * The first tick comes up to one interval later.
+   */
+  aligned?: boolean;
 }
 
 /**
  * Calls onTick(due, skipped) at each wake-up: `due` ticks are to be served now (1 normally, up to maxBurst after a stall)
  * and `skipped` ticks were dropped before them (the caller advances its media timestamps over them). The first tick is
- * due at start().
+ * due at start() (or at the next grid instant, `aligned`).
  */
 export class SendClock {
   readonly intervalMs: number;
   private readonly maxBurst: number;
   private readonly earlyMs: number;
   private readonly now: () => number;
+  private readonly aligned: boolean;
   private t0 = 0;
   private timer: NodeJS.Timeout | null = null;
   /** Ticks accounted for since start (served and skipped). */
@@ -37,6 +45,7 @@ export class SendClock {
     this.maxBurst = Math.max(1, options.maxBurst ?? 3);
     this.earlyMs = options.earlyMs ?? 1;
     this.now = options.now ?? (() => performance.now());
+    this.aligned = options.aligned ?? false;
   }
 
   get running(): boolean {
@@ -45,10 +54,11 @@ export class SendClock {
 
   start(): void {
     if (this.timer) return;
-    this.t0 = this.now();
+    const now = this.now();
+    this.t0 = this.aligned ? Math.ceil(now / this.intervalMs) * this.intervalMs : now;
     this.ticks = 0;
     this.skipped = 0;
-    this.timer = setTimeout(() => this.wake(), 0);
+    this.timer = setTimeout(() => this.wake(), Math.max(0, this.t0 - this.earlyMs - now));
   }
 
   stop(): void {

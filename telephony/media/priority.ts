@@ -113,3 +113,41 @@ function applySlice(ns: number): string | null {
   if (ns > 0 && slice !== BigInt(ns)) return `this kernel (${os.release()}) has no custom time slices (Linux 6.12 and later have them)`;
   return null;
 }
+
+let libc: { setaffinity: (pid: number, size: number, mask: Buffer) => number; getaffinity: (pid: number, size: number, mask: Buffer) => number } | null = null;
+
+function affinityCalls(): NonNullable<typeof libc> {
+  if (!libc) {
+    const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi');
+    const lib = koffi.load('libc.so.6');
+    const set = lib.func('int sched_setaffinity(int pid, size_t cpusetsize, const void *mask)');
+    const get = lib.func('int sched_getaffinity(int pid, size_t cpusetsize, void *mask)');
+    libc = { setaffinity: (pid, size, mask) => Number(set(pid, size, mask)), getaffinity: (pid, size, mask) => Number(get(pid, size, mask)) };
+  }
+  return libc;
+}
+
+/** The CPUs the calling thread may run on (sched_getaffinity), or null where that cannot be read. */
+export function allowedCpus(): number[] | null {
+  if (process.platform !== 'linux') return null;
+  try {
+    const mask = Buffer.alloc(128);
+    if (affinityCalls().getaffinity(0, mask.length, mask) !== 0) return null;
+    const cpus: number[] = [];
+    for (let i = 0; i < mask.length * 8; i++) if (mask[i >> 3]! & (1 << (i & 7))) cpus.push(i);
+    return cpus;
+  } catch {
+    return null;
+  }
+}
+
+/** Pins the calling thread to one CPU (sched_setaffinity). Returns 'pinned', or why not. */
+export function pinThread(cpu: number): string {
+  try {
+    const mask = Buffer.alloc(128);
+    mask[cpu >> 3] = 1 << (cpu & 7);
+    return affinityCalls().setaffinity(0, mask.length, mask) === 0 ? 'pinned' : `sched_setaffinity refused CPU ${cpu}`;
+  } catch (err) {
+    return `sched_setaffinity could not be called: ${err instanceof Error ? err.message : String(err)}`;
+  }
+}

@@ -8,6 +8,7 @@ import { isDtmfString } from './dtmf.js';
 import type { MediaLeg, MediaLegs } from './leg.js';
 import type { PortRange } from './ports.js';
 import { DEFAULT_MEDIA_PRIORITY, type MediaPriority, type MediaPriorityOutcome } from './priority.js';
+import { DEFAULT_RTP_SENDERS, DEFAULT_SEND_LEAD_MS } from './sendpool.js';
 import { deliverTo, SAMPLE_RATE, type RtpSessionStats, type RtpStartParams } from './session.js';
 
 export type ToMediaWorker =
@@ -30,7 +31,20 @@ export type FromMediaWorker =
   | { op: 'consumed'; id: number; samples: number }
   | { op: 'mediaTimeout'; id: number }
   | { op: 'finished'; id: number; stats: RtpSessionStats | null }
-  | ({ op: 'ready'; id: 0 } & MediaPriorityOutcome);
+  | ({ op: 'ready'; id: 0 } & MediaPriorityOutcome & SendersOutcome);
+
+/** The send pool the media worker runs (PARLEY_RTP_SENDERS): sender threads, their CPUs, and why fewer than asked. */
+export interface SendersOutcome {
+  senders: number;
+  senderCpus: number[];
+  sendersReason?: string;
+}
+
+/** How the media worker sends: PARLEY_RTP_SENDERS sender threads (0: the media thread itself), built this far ahead. */
+export interface SendOptions {
+  senders: number;
+  leadMs: number;
+}
 
 /** The counters of a leg whose worker died before it could report them. */
 const NO_STATS: RtpSessionStats = {
@@ -49,10 +63,13 @@ export class MediaWorker implements MediaLegs {
   private readonly ready = new WeakMap<Worker, Promise<void>>();
   /** The scheduling the worker runs at, once it is ready (PARLEY_MEDIA_PRIORITY; latency or realtime only where available). */
   priority: MediaPriorityOutcome | null = null;
+  /** The send pool it runs, once it is ready. */
+  sending: SendersOutcome | null = null;
 
   constructor(
     private readonly range: PortRange,
     private readonly wantedPriority: MediaPriority = DEFAULT_MEDIA_PRIORITY,
+    private readonly send: SendOptions = { senders: DEFAULT_RTP_SENDERS, leadMs: DEFAULT_SEND_LEAD_MS },
   ) {}
 
   /** Legs up now. */
@@ -97,7 +114,9 @@ export class MediaWorker implements MediaLegs {
 
   private spawn(): Worker {
     if (this.worker) return this.worker;
-    const worker = new Worker(new URL('./worker-entry.mjs', import.meta.url), { workerData: { range: this.range, priority: this.wantedPriority } });
+    const worker = new Worker(new URL('./worker-entry.mjs', import.meta.url), {
+      workerData: { range: this.range, priority: this.wantedPriority, senders: this.send.senders, sendLeadMs: this.send.leadMs },
+    });
     worker.unref();
     const ready = new Promise<void>((resolve, reject) => {
       worker.once('error', reject);
@@ -107,6 +126,7 @@ export class MediaWorker implements MediaLegs {
         if (msg.op !== 'ready') return;
         worker.off('message', onReady);
         this.priority = { priority: msg.priority, ...(msg.reason ? { reason: msg.reason } : {}) };
+        this.sending = { senders: msg.senders, senderCpus: msg.senderCpus, ...(msg.sendersReason ? { sendersReason: msg.sendersReason } : {}) };
         resolve();
       };
       worker.on('message', onReady);

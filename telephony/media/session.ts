@@ -18,6 +18,7 @@ import { FrameQueue } from './outqueue.js';
 import { rtpPorts, type BoundPort, type PortAllocator } from './ports.js';
 import { decodeRtp, encodeRtp, isRtcp } from './rtp.js';
 import type { MediaParams } from './sdp.js';
+import { FLAG_RESUMED, monoMs, type PoolLane, type SendPool } from './sendpool.js';
 import { SrtpTransform } from './srtp.js';
 
 export const SAMPLE_RATE = 8000;
@@ -39,6 +40,8 @@ const RELATCH_AFTER_MS = 2000;
 const SSRC_MISMATCH_LATCH = 50;
 /** Ticks of audio between two sent digits. */
 const DTMF_GAP_TICKS = 3;
+/** A pooled packet this overdue that no sender thread has sent yet is sent by the media thread itself (ms). */
+const BACKSTOP_MS = 2;
 /** Most caller frames played out at one wake-up (after a long stall the rest is silence nobody needs). */
 const MAX_PLAYOUT_BURST = 50;
 
@@ -59,6 +62,11 @@ export interface RtpSessionBindOptions {
   localAddress: string;
   /** Port allocator (the process-wide one over PARLEY_RTP_PORTS by default). */
   ports?: PortAllocator;
+  /**
+   * The send pool (sendpool.ts): packets are built `leadMs` ahead of their time and sent by the first of its sender
+   * threads (or this thread) to reach that time. Without it this thread sends each packet when its tick wakes it.
+   */
+  pool?: { pool: SendPool; leadMs: number } | null;
 }
 
 export type RtpStartParams = Pick<MediaParams, 'codec' | 'payloadType' | 'dtmfPayloadType' | 'remote' | 'srtp'> &
@@ -128,7 +136,7 @@ export class RtpSession {
   private jitter = new JitterBuffer();
   private denoiser: NoiseSuppressor | null = null;
   private readonly dtmfIn = new DtmfReceiver();
-  private readonly clock = new SendClock((due, skipped) => this.tick(due, skipped));
+  private readonly clock = new SendClock((due, skipped) => this.tick(due, skipped), { aligned: true });
   private dest: { address: string; port: number } | null = null;
   private latched = false;
   private mismatch = { source: '', count: 0 };
@@ -149,6 +157,13 @@ export class RtpSession {
 
   private readonly sendDeviation = { counts: new Array<number>(SEND_DEVIATION_BOUNDS_MS.length + 1).fill(0), sumMs: 0 };
   private lastSendAt: number | null = null;
+  /** This call's lane in the send pool, and how far ahead packets are built; null: this thread sends. */
+  private lane: PoolLane | null = null;
+  private leadMs = 0;
+  /** When the packets of this wake-up are due (monoMs scale), with the pool. */
+  private sendTarget = 0;
+  /** Sending paused (hold) since the last packet: the next interval is not the clock's. */
+  private resumed = false;
 
   private readonly counters = {
     packetsIn: 0, packetsOut: 0, bytesIn: 0, bytesOut: 0, malformed: 0, srtpFailures: 0, ignored: 0, rtcpIn: 0, dtmfIn: 0, dtmfOut: 0, sendErrors: 0, underrunFrames: 0,
@@ -171,15 +186,28 @@ export class RtpSession {
   private constructor(
     private readonly bound: BoundPort,
     readonly localAddress: string,
+    pool: RtpSessionBindOptions['pool'],
   ) {
     bound.socket.on('message', (msg, rinfo) => this.receive(msg, rinfo));
     bound.socket.on('error', (err) => this.onError?.(err));
+    if (pool) {
+      this.lane = pool.pool.open(bound.socket, (at, result, flags) => {
+        if (result < 0) this.counters.sendErrors++;
+        this.sent(at, flags);
+      });
+      this.leadMs = pool.leadMs;
+    }
+  }
+
+  /** Whether this call's packets go through the send pool. */
+  get pooled(): boolean {
+    return this.lane !== null;
   }
 
   /** Binds a socket on a free even port; the port goes in the SDP before start(). */
   static async bind(options: RtpSessionBindOptions): Promise<RtpSession> {
     const bound = await (options.ports ?? rtpPorts()).bind(options.localAddress);
-    return new RtpSession(bound, options.localAddress);
+    return new RtpSession(bound, options.localAddress, options.pool);
   }
 
   get localPort(): number {
@@ -294,6 +322,11 @@ export class RtpSession {
     if (this.closed) return;
     this.closed = true;
     this.clock.stop();
+    if (this.lane) {
+      this.collectSent();
+      this.lane.release(); // before the socket closes: no sender uses its descriptor after this
+      this.lane = null;
+    }
     this.bound.release();
     this.denoiser?.destroy();
     this.clear();
@@ -385,7 +418,16 @@ export class RtpSession {
     this.playOverdue();
     this.checkMediaTimeout();
     const consumed = this.out.consumed;
-    for (let i = 0; i < due && !this.closed; i++) this.sendOne();
+    if (this.lane) {
+      this.lane.backstop(BACKSTOP_MS);
+      this.collectSent();
+    }
+    const first = this.clock.ticks - due; // the first of this wake-up's ticks
+    const toMono = monoMs() - performance.now();
+    for (let i = 0; i < due && !this.closed; i++) {
+      this.sendTarget = this.clock.targetOf(first + i) + toMono + this.leadMs;
+      this.sendOne();
+    }
     if (this.out.consumed !== consumed) this.onConsumed?.(this.out.consumed);
   }
 
@@ -475,7 +517,7 @@ export class RtpSession {
     const direction = this.params!.direction ?? 'sendrecv';
     const dest = this.dest;
     if (direction === 'recvonly' || direction === 'inactive' || !dest || dest.port === 0 || dest.address === '0.0.0.0' || dest.address === '::') {
-      this.lastSendAt = null; // a pause in sending (hold) is not the clock's deviation
+      this.resumed = true; // a pause in sending (hold) is not the clock's deviation
       return;
     }
     let packet = encodeRtp({ ...fields, sequence: this.seq, ssrc: this.ssrc });
@@ -483,16 +525,35 @@ export class RtpSession {
     if (this.srtp) packet = this.srtp.protect(packet);
     this.counters.packetsOut++;
     this.counters.bytesOut += packet.length;
-    const now = performance.now();
-    if (this.lastSendAt !== null) {
-      const deviation = Math.abs(now - this.lastSendAt - FRAME_MS);
-      this.sendDeviation.counts[deviationBucket(deviation)]!++;
-      this.sendDeviation.sumMs += deviation;
+    const flags = this.resumed ? FLAG_RESUMED : 0;
+    this.resumed = false;
+    if (this.lane?.publish(packet, dest.address, dest.port, this.sendTarget, flags)) return;
+    // This thread sends: now (without the pool), or at once when the pool could not take it, after what the pool
+    // still holds of this call (sent first, so the order holds).
+    if (this.lane) {
+      this.lane.flush();
+      this.collectSent();
     }
-    this.lastSendAt = now;
+    this.sent(monoMs(), flags);
     this.bound.socket.send(packet, dest.port, dest.address, (err) => {
       if (err) this.counters.sendErrors++;
     });
+  }
+
+  /** Counts a packet's send time into the send deviation (`at` on the scale of the previous one). */
+  private sent(at: number, flags: number): void {
+    if (flags & FLAG_RESUMED) this.lastSendAt = null;
+    if (this.lastSendAt !== null) {
+      const deviation = Math.abs(at - this.lastSendAt - FRAME_MS);
+      this.sendDeviation.counts[deviationBucket(deviation)]!++;
+      this.sendDeviation.sumMs += deviation;
+    }
+    this.lastSendAt = at;
+  }
+
+  /** Reads the send times and results of the packets the pool sent since the last call. */
+  private collectSent(): void {
+    this.lane?.collect();
   }
 }
 

@@ -6,10 +6,11 @@ import { PortAllocator, type PortRange } from './ports.js';
 import { RtpSession } from './session.js';
 import type { FromMediaWorker, ToMediaWorker } from './remote.js';
 import { applyMediaPriority, type MediaPriority } from './priority.js';
+import { startSendPool } from './sendpool.js';
 
 const port = parentPort;
 if (!port) throw new Error('media worker: no parent port');
-const data = workerData as { range: PortRange; priority: MediaPriority };
+const data = workerData as { range: PortRange; priority: MediaPriority; senders: number; sendLeadMs: number };
 const allocator = new PortAllocator(data.range);
 const sessions = new Map<number, RtpSession>();
 /** Legs still binding, and those of them the main thread has finished already (they close once bound). */
@@ -17,11 +18,14 @@ const binding = new Set<number>();
 const finishedEarly = new Set<number>();
 const post = (msg: FromMediaWorker, transfer?: ArrayBuffer[]) => port.postMessage(msg, transfer ?? []);
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
+// The send pool's threads start first (PARLEY_RTP_SENDERS; a bind waits for them).
+const started = startSendPool(data.senders, data.priority);
 
 async function bind(id: number, localAddress: string): Promise<void> {
   binding.add(id);
   try {
-    const s = await RtpSession.bind({ localAddress, ports: allocator });
+    const { pool } = await started;
+    const s = await RtpSession.bind({ localAddress, ports: allocator, pool: pool ? { pool, leadMs: data.sendLeadMs } : null });
     binding.delete(id);
     if (finishedEarly.delete(id)) {
       void s.finish().then((stats) => post({ op: 'finished', id, stats }));
@@ -94,4 +98,6 @@ port.on('message', (msg: ToMediaWorker) => {
 });
 
 // Ready once its scheduling is set (the main thread waits for this before the first call).
-post({ op: 'ready', id: 0, ...(await applyMediaPriority(data.priority)) });
+const priority = await applyMediaPriority(data.priority);
+const pool = await started;
+post({ op: 'ready', id: 0, ...priority, senders: pool.senders, senderCpus: pool.cpus, ...(pool.reason ? { sendersReason: pool.reason } : {}) });
