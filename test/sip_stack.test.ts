@@ -134,7 +134,7 @@ describe('SIP stack shutdown', () => {
 
 describe('SIP settings', () => {
   it('PARLEY_SIP_PORT (default 5060, 0 any free port, off), PARLEY_SIP_HOST, PARLEY_SIP_PUBLIC_ADDRESS, the RTP ports, media thread and its priority, and timeout', () => {
-    const media = { rtpPorts: { min: 10000, max: 20000 }, mediaThread: 'worker', mediaPriority: 'latency', rtpTimeoutSecs: 60 };
+    const media = { rtpPorts: { min: 10000, max: 20000 }, mediaThread: 'worker', mediaPriority: 'latency', rtpSenders: 2, rtpSendLeadMs: 10, rtpTimeoutSecs: 60 };
     expect(loadSettings({ PARLEY_SIP_HOST: '127.0.0.2' }).sip).toEqual({ port: 5060, host: '127.0.0.2', publicAddress: '127.0.0.2', ...media });
     expect(loadSettings({ PARLEY_SIP_PORT: 'off', PARLEY_SIP_PUBLIC_ADDRESS: 'sip.example.com' }).sip).toEqual({ port: null, host: '0.0.0.0', publicAddress: 'sip.example.com', ...media });
     expect(loadSettings({ PARLEY_RTP_PORTS: '30000-30099', PARLEY_MEDIA_THREAD: 'main', PARLEY_RTP_TIMEOUT_SECS: '0' }).sip).toMatchObject({ rtpPorts: { min: 30000, max: 30099 }, mediaThread: 'main', rtpTimeoutSecs: 0 });
@@ -144,6 +144,11 @@ describe('SIP settings', () => {
     expect(loadSettings({ PARLEY_MEDIA_PRIORITY: 'normal' }).sip.mediaPriority).toBe('normal');
     expect(() => loadSettings({ PARLEY_MEDIA_PRIORITY: 'high' })).toThrow('PARLEY_MEDIA_PRIORITY must be latency, realtime, normal');
     expect(() => loadSettings({ PARLEY_RTP_PORTS: '10-20' })).toThrow(/PARLEY_RTP_PORTS must be/);
+    expect(loadSettings({ PARLEY_RTP_SENDERS: '0', PARLEY_RTP_SEND_LEAD_MS: '20' }).sip).toMatchObject({ rtpSenders: 0, rtpSendLeadMs: 20 });
+    expect(() => loadSettings({ PARLEY_RTP_SENDERS: '9' })).toThrow('PARLEY_RTP_SENDERS must be 0-8');
+    expect(() => loadSettings({ PARLEY_RTP_SENDERS: 'two' })).toThrow('PARLEY_RTP_SENDERS must be an integer >= 0');
+    expect(() => loadSettings({ PARLEY_RTP_SEND_LEAD_MS: '0' })).toThrow('PARLEY_RTP_SEND_LEAD_MS must be an integer >= 1');
+    expect(() => loadSettings({ PARLEY_RTP_SEND_LEAD_MS: '41' })).toThrow('PARLEY_RTP_SEND_LEAD_MS must be 1-40');
     expect(loadSettings({ PARLEY_SIP_PORT: '0' }).sip.port).toBe(0);
     expect(loadSettings({}).sip.publicAddress).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
     expect(() => loadSettings({ PARLEY_SIP_PORT: '70000' })).toThrow('PARLEY_SIP_PORT must be a port number (0 for any free one) or off');
