@@ -199,11 +199,6 @@ export class RtpSession {
     }
   }
 
-  /** Whether this call's packets go through the send pool. */
-  get pooled(): boolean {
-    return this.lane !== null;
-  }
-
   /** Binds a socket on a free even port; the port goes in the SDP before start(). */
   static async bind(options: RtpSessionBindOptions): Promise<RtpSession> {
     const bound = await (options.ports ?? rtpPorts()).bind(options.localAddress);
