@@ -107,6 +107,29 @@ describe('send pool with two sender threads', () => {
   });
 });
 
+describe('send pool destinations', () => {
+  it('a lane follows its destination when it moves (latching), and refuses an address it cannot place', async () => {
+    const pool = new SendPool(PoolViews.allocate(2), 0, loadSendTo());
+    const from = await bindUdp('127.0.0.2');
+    const first = await bindUdp('127.0.0.1');
+    const second = await bindUdp('127.0.0.1');
+    const got = { first: [] as number[], second: [] as number[] };
+    first.on('message', (msg) => got.first.push(msg.readUInt8(0)));
+    second.on('message', (msg) => got.second.push(msg.readUInt8(0)));
+    const lane = pool.open(from)!;
+    expect(lane.publish(Buffer.from([1]), '127.0.0.1', first.address().port, 0, 0)).toBe(true);
+    expect(lane.publish(Buffer.from([2]), '127.0.0.1', second.address().port, 0, 0)).toBe(true);
+    expect(lane.publish(Buffer.from([3]), '127.0.0.1', second.address().port, 0, 0)).toBe(true);
+    expect(lane.publish(Buffer.from([4]), 'example.com', second.address().port, 0, 0)).toBe(false);
+    expect(lane.publish(Buffer.from([5]), '127.0.0.1', first.address().port, 0, 0)).toBe(true);
+    lane.flush();
+    await sleep(30);
+    expect(got).toEqual({ first: [1, 5], second: [2, 3] });
+    lane.release();
+    for (const s of [from, first, second]) s.close();
+  });
+});
+
 describe('send pool without a sender thread', () => {
   it('the media thread sends an overdue packet itself (backstop), and a full ring is refused', async () => {
     const pool = new SendPool(PoolViews.allocate(4), 0, loadSendTo());

@@ -236,6 +236,12 @@ export function ipv6Groups(address: string): number[] | null {
 
 /** One call's handle on the pool (on the media thread). */
 export class PoolLane {
+  /** The destination's sockaddr, and the address and port it was built from. */
+  private readonly to = new Uint8Array(ADDR_BYTES);
+  private toLen = 0;
+  private toAddress = '';
+  private toPort = -1;
+
   constructor(
     private readonly pool: SendPool,
     readonly region: number,
@@ -251,7 +257,14 @@ export class PoolLane {
    */
   publish(packet: Buffer, address: string, port: number, target: number, flags: number): boolean {
     this.collect(); // a slot is reused only once its packet's send time has been read
-    return this.pool.publish(this.region, packet, address, port, target, flags);
+    // The destination's sockaddr is built once per address and port (latching may move it mid-call), not per packet.
+    if (address !== this.toAddress || port !== this.toPort) {
+      this.toLen = sockaddr(address, port, this.to);
+      this.toAddress = address;
+      this.toPort = port;
+    }
+    if (this.toLen === 0) return false;
+    return this.pool.publish(this.region, packet, this.to, this.toLen, target, flags);
   }
 
   /** Sends what is overdue by more than `graceMs` when no sender has (both stalled): the media thread's own backstop. */
@@ -297,8 +310,6 @@ export class SendPool {
   private readonly free: number[] = [];
   private used = 0;
   private readonly senders: number;
-  private readonly scratch = new Uint8Array(ADDR_BYTES);
-
   constructor(
     readonly shared: SendPoolShared,
     senders: number,
@@ -322,18 +333,17 @@ export class SendPool {
     return new PoolLane(this, region, Atomics.load(v.header, h + H_HEAD), onSent);
   }
 
-  publish(region: number, packet: Buffer, address: string, port: number, target: number, flags: number): boolean {
+  /** Queues a packet for `to` (a sockaddr of `addrLen` bytes, from sockaddr()); false when the ring is full. */
+  publish(region: number, packet: Buffer, to: Uint8Array, addrLen: number, target: number, flags: number): boolean {
     const v = this.views;
     const h = region * H_INTS;
-    if (packet.length > SLOT_BYTES) return false;
-    const addrLen = sockaddr(address, port, this.scratch);
-    if (addrLen === 0) return false;
+    if (packet.length > SLOT_BYTES || addrLen === 0) return false;
     const tail = Atomics.load(v.header, h + H_TAIL);
     // Full: no sender ran for SLOTS packets. The caller flushes and sends this one itself.
     if (((tail - Atomics.load(v.header, h + H_HEAD)) | 0) >= SLOTS) return false;
     const slot = v.slotOf(region, tail);
     v.packetAt(slot, packet.length).set(packet);
-    v.addressAt(slot).set(this.scratch.subarray(0, ADDR_BYTES));
+    v.addressAt(slot).set(to.subarray(0, ADDR_BYTES));
     const si = slot * S_INTS;
     v.slotInts[si + S_LEN] = packet.length;
     v.slotInts[si + S_ADDRLEN] = addrLen;
