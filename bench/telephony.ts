@@ -41,8 +41,6 @@
 // host's own floor for the RTP timing, which a shared VM can put above the 5 ms goal; 0 skips it), BENCH_VCPU_STALLS (1: during
 // each level's phone calls alone, where tracefs is writable (root), count the host's vCPU stalls, bench/lib/vcpu-stalls.ts,
 // and give the caller's deviation p99 over the intervals no stall touched beside the whole one; 0 skips it).
-import dgram from 'node:dgram';
-import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -51,8 +49,7 @@ import { linearToMuLaw } from '../engine/audio/g711.js';
 import type { TurnMetrics } from '../engine/agent/session.js';
 import { AgentCaller, connectUrl, endedCall, speech } from '../test/support/agent-client.js';
 import { freshStore, startServer, type StoreEnv, type TestServer } from '../test/support/server.js';
-import { PEER_HOST, STACK_HOST, killPeers, startSipp } from '../test/support/sip-peers.js';
-import { sipCall, type SipCall } from '../test/support/rtp-sip-peer.js';
+import { STACK_HOST, killPeers, startSipp } from '../test/support/sip-peers.js';
 import { intEnv, stopAndCollectProblems, UNCAPPED_SESSIONS } from './lib/harness.js';
 import { printTable, procCpuSeconds, quantile, resultPath } from './lib/report.js';
 import { CALLER_SENTENCES, closeCaller, createBenchAgent, isAssistantFinal, speechEndSamples } from './lib/voice-agent.js';
@@ -61,15 +58,12 @@ import { diffHistograms, histogramQuantile, parseHistograms, type Histogram } fr
 import { describeHostNoise, measureHostNoise, type HostNoise } from './lib/host-noise.js';
 import { MEDIA_SLICE_NS, setThreadSlice } from '../telephony/media/priority.js';
 import { STALL_GAP_MS, stallTouched, VcpuStallProbe, type VcpuStalls } from './lib/vcpu-stalls.js';
+import { NUMBER, PhoneCaller, TURN_END_SILENCE_MS, type CallResult } from './lib/phone-caller.js';
 
 const A = '/atoms/v1';
-const NUMBER = '+15550100';
 const GOAL_SETUP_P50_MS = 50;
 const GOAL_V2V_DELTA_MS = 50;
 const GOAL_DEVIATION_P99_MS = 5;
-const SILENCE = linearToMuLaw(0);
-const FRAME_MS = 20;
-const TURN_END_SILENCE_MS = 700;
 const SERVER_ENV = {
   ...UNCAPPED_SESSIONS,
   PARLEY_WARM_MODELS: 'true',
@@ -176,156 +170,6 @@ async function setupPhase(server: TestServer): Promise<{ calls: number; p50: num
 // ---------------------------------------------------------------------------------------------------------
 // 2. Phone callers: SIP over UDP and RTP (PCMU) from this process
 // ---------------------------------------------------------------------------------------------------------
-
-/** One clock for every phone caller: each gets a tick per 20 ms, caught up after timer drift. */
-class MediaClock {
-  private readonly members = new Set<{ tick: () => void; start: number; sent: number }>();
-  private timer: NodeJS.Timeout | null = null;
-
-  add(tick: () => void): () => void {
-    const m = { tick, start: performance.now(), sent: 0 };
-    this.members.add(m);
-    if (!this.timer) this.loop();
-    return () => {
-      this.members.delete(m);
-      if (!this.members.size && this.timer) {
-        clearTimeout(this.timer);
-        this.timer = null;
-      }
-    };
-  }
-
-  private loop(): void {
-    const now = performance.now();
-    for (const m of this.members) {
-      const due = Math.floor((now - m.start) / FRAME_MS) + 1;
-      for (; m.sent < due; m.sent++) m.tick();
-    }
-    this.timer = setTimeout(() => this.loop(), 5);
-  }
-}
-const clock = new MediaClock();
-
-interface CallResult {
-  setupMs: number | null;
-  v2vMs: number[];
-  turnsDone: number;
-  /** |inter-arrival - 20 ms| of the server's packets: deviations[i] is between arrivals[i] and arrivals[i + 1]. */
-  deviations: number[];
-  arrivals: number[];
-  callId: string | null;
-  metrics: TurnMetrics[];
-  error?: string;
-}
-
-class PhoneCaller {
-  private readonly rtp = dgram.createSocket('udp4');
-  private call: SipCall | null = null;
-  private seq = Math.floor(Math.random() * 0xffff);
-  private timestamp = Math.floor(Math.random() * 0xffffffff);
-  private readonly ssrc = randomBytes(4).readUInt32BE(0);
-  private speechQueue: Buffer | null = null;
-  private speechEndAt = 0;
-  private lastArrival = 0;
-  private lastVoiceAt = 0;
-  private voiceWaiter: { after: number; resolve: (at: number) => void } | null = null;
-  private stopClock: (() => void) | null = null;
-  private remote: { address: string; port: number } | null = null;
-  readonly result: CallResult = { setupMs: null, v2vMs: [], turnsDone: 0, deviations: [], arrivals: [], callId: null, metrics: [] };
-
-  async dial(sipPort: number): Promise<void> {
-    await new Promise<void>((r) => this.rtp.bind(0, PEER_HOST, () => r()));
-    this.rtp.on('message', (msg) => this.receive(msg));
-    const sdp = [
-      'v=0', `o=- 1 1 IN IP4 ${PEER_HOST}`, 's=-', `c=IN IP4 ${PEER_HOST}`, 't=0 0', `m=audio ${this.rtp.address().port} RTP/AVP 0 101`,
-      'a=rtpmap:0 PCMU/8000', 'a=rtpmap:101 telephone-event/8000', 'a=fmtp:101 0-15', 'a=ptime:20', 'a=sendrecv', '',
-    ].join('\r\n');
-    const t0 = performance.now();
-    this.call = await sipCall({ host: STACK_HOST, port: sipPort, localAddress: PEER_HOST, sdp, user: NUMBER.slice(1), timeoutMs: 30_000 });
-    this.result.setupMs = r1(performance.now() - t0);
-    if (this.call.status !== 200) throw new Error(`INVITE answered ${this.call.status}`);
-    const c = /^c=IN IP4 (\S+)/m.exec(this.call.answerSdp)?.[1];
-    const m = /^m=audio (\d+)/m.exec(this.call.answerSdp)?.[1];
-    if (!c || !m) throw new Error('no audio in the answer');
-    this.remote = { address: c, port: Number(m) };
-    this.stopClock = clock.add(() => this.sendFrame());
-  }
-
-  /** Speaks `ulaw` (8 kHz mu-law bytes); resolves when its speech has ended at real-time pace. */
-  async say(ulaw: Buffer): Promise<number> {
-    this.speechQueue = ulaw;
-    while (this.speechQueue) await sleep(5);
-    const wait = this.speechEndAt - performance.now();
-    if (wait > 0) await sleep(wait);
-    return this.speechEndAt;
-  }
-
-  /** The arrival time of the first agent audio packet after `after`. */
-  firstVoiceAfter(after: number, timeoutMs = 60_000): Promise<number> {
-    if (this.lastVoiceAt > after) return Promise.resolve(this.lastVoiceAt);
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('no agent audio')), timeoutMs);
-      this.voiceWaiter = { after, resolve: (at) => (clearTimeout(timer), resolve(at)) };
-    });
-  }
-
-  /** Resolves once the agent has been silent TURN_END_SILENCE_MS after speaking. */
-  async turnEnd(timeoutMs = 60_000): Promise<void> {
-    const deadline = performance.now() + timeoutMs;
-    while (performance.now() - this.lastVoiceAt < TURN_END_SILENCE_MS) {
-      if (performance.now() > deadline) throw new Error('the agent did not finish its turn');
-      await sleep(50);
-    }
-  }
-
-  async hangUp(): Promise<void> {
-    this.stopClock?.();
-    if (this.call) await this.call.bye().catch(() => 408);
-    this.call?.close();
-    this.rtp.close();
-  }
-
-  private sendFrame(): void {
-    if (!this.remote) return;
-    let payload: Buffer;
-    const queued = this.speechQueue;
-    if (queued) {
-      payload = Buffer.alloc(160, SILENCE);
-      queued.copy(payload, 0, 0, Math.min(160, queued.length));
-      if (queued.length <= 160) {
-        this.speechQueue = null;
-        this.speechEndAt = performance.now() + (queued.length / 8000) * 1000;
-      } else this.speechQueue = queued.subarray(160);
-    } else payload = Buffer.alloc(160, SILENCE);
-    const header = Buffer.alloc(12);
-    header[0] = 0x80;
-    header[1] = 0;
-    header.writeUInt16BE(this.seq, 2);
-    header.writeUInt32BE(this.timestamp >>> 0, 4);
-    header.writeUInt32BE(this.ssrc, 8);
-    this.seq = (this.seq + 1) & 0xffff;
-    this.timestamp = (this.timestamp + 160) >>> 0;
-    this.rtp.send(Buffer.concat([header, payload]), this.remote.port, this.remote.address);
-  }
-
-  private receive(msg: Buffer): void {
-    if (msg.length < 12 || (msg[1]! & 0x7f) !== 0) return;
-    const at = performance.now();
-    if (this.lastArrival) this.result.deviations.push(Math.abs(at - this.lastArrival - FRAME_MS));
-    this.lastArrival = at;
-    this.result.arrivals.push(at);
-    const start = 12 + (msg[0]! & 0x0f) * 4 + (msg[0]! & 0x10 ? 4 + msg.readUInt16BE(12 + (msg[0]! & 0x0f) * 4 + 2) * 4 : 0);
-    let voiced = false;
-    for (let i = start; i < msg.length && !voiced; i++) voiced = msg[i] !== SILENCE;
-    if (!voiced) return;
-    this.lastVoiceAt = at;
-    const w = this.voiceWaiter;
-    if (w && at > w.after) {
-      this.voiceWaiter = null;
-      w.resolve(at);
-    }
-  }
-}
 
 async function phoneCall(server: TestServer, sentences: Buffer[], index: number, delayMs: number, turns = TURNS): Promise<CallResult> {
   await sleep(delayMs);

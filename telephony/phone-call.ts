@@ -139,9 +139,16 @@ export class PhoneCall {
       case 'agent_stop_talking':
         this.rtp.speaking = false;
         break;
+      case 'agent_audio_paused':
+        this.rtp.hold(true);
+        break;
+      case 'agent_audio_resumed':
+        this.rtp.hold(false);
+        break;
       case 'interruption':
         this.rtp.speaking = false;
         this.rtp.clear();
+        this.rtp.hold(false);
         break;
       case 'ended':
         // A bridged transfer holds the line on; otherwise the agent (or a timeout) ended the call: hang up once the

@@ -1,7 +1,7 @@
 // Turn-taking parts on their own: speech tracking from VAD probabilities, backchannels, end-of-turn text check, and
 // the real-time output pacer (with a controlled clock).
 import { describe, expect, it } from 'vitest';
-import { SpeechTracker, isBackchannel, looksComplete } from '../engine/turn/speech-tracker.js';
+import { SpeechTracker, isBackchannel, spokenText } from '../engine/turn/speech-tracker.js';
 import { OutputPacer } from '../engine/agent/pacer.js';
 
 const tracker = () => new SpeechTracker({ startThreshold: 0.5, endThreshold: 0.35, minSpeechWindows: 3, minVolume: 0 });
@@ -27,15 +27,16 @@ describe('speech tracker', () => {
   });
 });
 
-describe('backchannels and finished sentences', () => {
+describe('backchannels and non-speech', () => {
   it('recognises backchannels, alone or combined, and nothing else', () => {
     for (const text of ['Uh-huh.', 'Yeah.', 'Okay.', 'Right, right.', 'Mm-hmm', 'OK, yeah.', 'All right.', 'I see.']) expect(isBackchannel(text), text).toBe(true);
     for (const text of ['', 'Yes, I want the large one.', 'Okay, but what about Sunday?', 'Stop.', 'No.', 'Right now please.']) expect(isBackchannel(text), text).toBe(false);
   });
 
-  it('treats trailing conjunctions, commas and fillers as an unfinished turn', () => {
-    for (const text of ['I would like a pizza.', 'What time do you close?', 'Tuesday']) expect(looksComplete(text), text).toBe(true);
-    for (const text of ['I would like a pizza and', 'My number is,', 'So um', 'I want to...', '']) expect(looksComplete(text), text).toBe(false);
+  it("hears Whisper's non-speech annotations as no words", () => {
+    for (const text of ['[coughs]', '(breathing)', '*sigh*', '<noise>', ' [Music] ']) expect(spokenText(text), text).toBe('');
+    expect(spokenText('(coughs) Wait, stop.')).toBe('Wait, stop.');
+    expect(isBackchannel('(coughs) Mm-hmm.')).toBe(true);
   });
 });
 

@@ -3,7 +3,7 @@
 // Whole calls go through it in the telephony suites (it is on by default); bench:telephony measures its timing.
 import dgram from 'node:dgram';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ipv6Groups, loadSendTo, monoMs, PoolViews, SendPool, sockaddr, startSendPool, type StartedSendPool } from '../telephony/media/sendpool.js';
+import { ipv6Groups, loadSendTo, monoMs, PoolViews, RESULT_DROPPED, SendPool, sockaddr, startSendPool, type StartedSendPool } from '../telephony/media/sendpool.js';
 
 const bindUdp = async (address: string) => {
   const s = dgram.createSocket('udp4');
@@ -104,6 +104,30 @@ describe('send pool with two sender threads', () => {
     expect(got).toEqual([0, 1, 2]); // the released lane's packets never left
     from.close();
     to.close();
+  });
+});
+
+describe('send pool at a barge-in', () => {
+  it('drop() discards what waits unsent (onSent sees RESULT_DROPPED) and the lane sends on afterwards', async () => {
+    const pool = new SendPool(PoolViews.allocate(2), 0, loadSendTo());
+    const from = await bindUdp('127.0.0.2');
+    const to = await bindUdp('127.0.0.1');
+    const got: number[] = [];
+    to.on('message', (msg) => got.push(msg.readUInt8(0)));
+    const results: number[] = [];
+    const lane = pool.open(from, (_at, result) => results.push(result))!;
+    const later = monoMs() + 100;
+    for (let k = 1; k <= 3; k++) expect(lane.publish(Buffer.from([k]), '127.0.0.1', to.address().port, later, 0)).toBe(true);
+    lane.drop();
+    expect(lane.pending).toBe(0);
+    lane.collect();
+    expect(results).toEqual([RESULT_DROPPED, RESULT_DROPPED, RESULT_DROPPED]);
+    expect(lane.publish(Buffer.from([4]), '127.0.0.1', to.address().port, 0, 0)).toBe(true);
+    lane.flush();
+    await sleep(150);
+    expect(got).toEqual([4]);
+    lane.release();
+    for (const s of [from, to]) s.close();
   });
 });
 

@@ -10,7 +10,7 @@ import { AudioFormatError } from '../engine/audio/errors.js';
 import { resample } from '../engine/audio/resample.js';
 import { readWav } from '../engine/audio/wav.js';
 import { ModelRegistry } from '../engine/models/registry.js';
-import { LiveTranscriber, isLiveEncoding, readsFinished, type LiveEvent, type LiveTranscriberOptions } from '../engine/stt/live.js';
+import { LiveTranscriber, isLiveEncoding, type LiveEvent, type LiveTranscriberOptions } from '../engine/stt/live.js';
 
 const SOUNDS = '/usr/share/asterisk/sounds/en_US_f_Allison';
 const TRANSCRIPTS = '/usr/share/doc/asterisk-core-sounds-en/core-sounds-en.txt.gz';
@@ -145,13 +145,6 @@ describe('LiveTranscriber options', () => {
     await s.live.close();
     expect(s.events.map((e) => e.type)).toEqual(['error']);
     expect((s.events[0] as { message: string }).message).toMatch(/Ogg/);
-  });
-
-  it('reads a transcript as a finished sentence only when it ends in . ? or ! and does not trail off', () => {
-    for (const text of ['Please check the number and dial again.', 'What time do you close?', 'Goodbye!', 'He said "stop."', 'Tuesday.', 'No.'])
-      expect(readsFinished(text), text).toBe(true);
-    for (const text of ['Please check the number', 'Please enter your.', 'I would like to...', 'My number is,', 'Call Dr.', 'Press one and.', 'Tuesday', ''])
-      expect(readsFinished(text), text).toBe(false);
   });
 
   it('answers finalize and close on a silent stream with empty finals, exactly one is_last', async () => {

@@ -1,6 +1,7 @@
 // Agent configuration as the spec's blocks: which field lives in which section, defaults, merging and leaf paths.
 import { createHash } from 'node:crypto';
 import { CONFIG_FIELDS, normalizeField, validateField } from './config-schema.js';
+import { DEFAULT_MAX_DELAY_MS, DEFAULT_MIN_DELAY_MS } from '../../engine/turn/end-of-turn.js';
 
 export const SECTIONS = [
   'workflow_prompt',
@@ -105,8 +106,8 @@ export function defaultConfig(): AgentConfig {
     defaultVariables: {},
     timezone: 'UTC',
     voiceDetectionConfig: { confidence: 0.5, minVolume: 0, triggerTimeInSecs: 0.25, releaseTimeInSecs: 0.8 },
-    smartTurnConfig: { isEnabled: false, waitTimeInSecs: 0 },
-    endpointingConfig: { minDelayMs: 400, maxDelayMs: 3000 },
+    smartTurnConfig: { isEnabled: true, waitTimeInSecs: 0 },
+    endpointingConfig: { minDelayMs: DEFAULT_MIN_DELAY_MS, maxDelayMs: DEFAULT_MAX_DELAY_MS },
     postCallAnalyticsConfig: { dispositionMetrics: [] },
     callDispositionConfig: '',
     llmIdleTimeoutConfig: { chatTimeoutTimeInSecs: 60, webcallTimeoutTimeInSecs: 20, telephonyTimeoutTimeInSecs: 20, maxRetries: 2 },

@@ -22,7 +22,9 @@ import { QueueFullError, type InferenceKind } from '../models/queue.js';
 import type { ModelRegistry } from '../models/registry.js';
 import { VAD_SAMPLE_RATE, VAD_WINDOW_SAMPLES, type SileroVad } from '../models/silero.js';
 import { SampleBuffer } from '../stt/live.js';
-import { SpeechTracker, isBackchannel, looksComplete, rms } from '../turn/speech-tracker.js';
+import { SpeechTracker, isBackchannel, rms, spokenText } from '../turn/speech-tracker.js';
+import { decide, type TurnConfig } from '../turn/end-of-turn.js';
+import { ProsodyTracker, type ProsodyFeatures } from '../turn/prosody.js';
 import { OutputPacer } from './pacer.js';
 import { TurnSpeaker } from './speaker.js';
 import type { AgentSpec, Brain, BrainEvent, HandoffOption, ToolCall, TransferOption, Vars } from './types.js';
@@ -82,6 +84,10 @@ export type SessionEvent =
   | { type: 'agent_transcript'; text: string; interrupted: boolean }
   | { type: 'agent_stop_talking'; interrupted: boolean }
   | { type: 'interruption' }
+  /** The caller may be barging in: the agent's audio is held (a phone leg stops sending what it has queued). */
+  | { type: 'agent_audio_paused' }
+  /** A false barge-in (noise, a backchannel): the held audio plays on. */
+  | { type: 'agent_audio_resumed' }
   | { type: 'variables'; values: Vars }
   | { type: 'turn_metrics'; metrics: TurnMetrics }
   | { type: 'error'; code: string; message: string }
@@ -143,7 +149,9 @@ interface UserTurn {
   /** Start of its audio (16 kHz index, pre-roll included). */
   start: number;
   onsetWindow: number;
-  spec?: { pause: number; result: Promise<string>; text?: string; startedAt: number; doneAt?: number; abort: AbortController };
+  spec?: { pause: number; result: Promise<string>; text?: string; startedAt: number; doneAt?: number; abort: AbortController; waitMs?: number };
+  /** Prosody of the speech before the current pause (taken at the pause). */
+  prosody?: ProsodyFeatures;
   /** Wall time the user stopped speaking (performance.now()). */
   stoppedAt?: number;
 }
@@ -180,6 +188,9 @@ export class AgentSession {
   private readonly resampler: Resampler | null;
   private readonly audio = new SampleBuffer();
   private readonly tracker: SpeechTracker;
+  private readonly prosody = new ProsodyTracker();
+  /** What the agent said last (the question a reply answers). */
+  private lastAgentText = '';
   private readonly pacer: OutputPacer | null;
   private vad: SileroVad | undefined;
   private recognizer: Awaited<ReturnType<ModelRegistry['recognizer']>> | undefined;
@@ -213,7 +224,8 @@ export class AgentSession {
       minSpeechWindows: Math.max(1, Math.round((opts.minSpeechMs ?? 96) / WIN_MS)),
       minVolume: spec.vad.minVolume,
     });
-    this.bargeWindows = Math.max(2, Math.round((Math.max(0.1, spec.vad.triggerTimeInSecs) * 1000) / WIN_MS));
+    // triggerTimeInSecs of speech over the agent holds its audio: at least two VAD windows (64 ms).
+    this.bargeWindows = Math.max(2, Math.round((spec.vad.triggerTimeInSecs * 1000) / WIN_MS));
     this.confirmWindows = Math.max(this.bargeWindows + 1, Math.round((opts.confirmInterruptMs ?? 1000) / WIN_MS));
     if (opts.mode === 'webcall') {
       this.decoder = new SampleDecoder(opts.inputEncoding ?? 'linear16');
@@ -353,6 +365,7 @@ export class AgentSession {
       const w = this.windows;
       const from = w * WIN;
       const window = this.audio.slice(from, from + WIN);
+      this.prosody.push(window);
       this.onWindow(w, p, rms(window));
       this.windows++;
     }
@@ -362,8 +375,13 @@ export class AgentSession {
   }
 
   private onWindow(w: number, p: number, level: number): void {
+    const before = this.tracker.state;
     const signal = this.tracker.push(w, p, level);
     const agentActive = this.agent !== null;
+    // Barge-in starts on the first evidence of speech (before the turn is confirmed), and a candidate that fades
+    // before it is speech resumes the agent at once.
+    if (this.tracker.state === 'candidate' && !this.utt && w - this.tracker.onset + 1 >= this.bargeWindows) this.maybeStartBargeIn();
+    else if (before === 'candidate' && this.tracker.state === 'quiet' && this.bargeIn && !this.utt) this.resumeAfterFalseInterruption(null);
     if (signal?.type === 'start') {
       if (agentActive && !this.opts.spec.allowInterruptions) {
         // Interruptions are off: speech over the agent is not a turn.
@@ -378,6 +396,7 @@ export class AgentSession {
     if (!utt) return;
     if (signal?.type === 'pause') {
       utt.stoppedAt = this.wallOf(w * WIN);
+      utt.prosody = this.prosody.features(utt.onsetWindow, w);
       this.opts.emit({ type: 'user_speech_stopped', audioMs: Math.round(w * WIN_MS) });
       this.speculate(utt, w, 'speculative');
     } else if (signal?.type === 'resume') {
@@ -390,7 +409,7 @@ export class AgentSession {
     const state = this.tracker.state;
     if (state === 'speech') {
       const spoken = w - utt.onsetWindow + 1;
-      if (this.agent && !this.bargeIn && this.agentInterruptible() && spoken >= this.bargeWindows) this.startBargeIn();
+      if (spoken >= this.bargeWindows) this.maybeStartBargeIn();
       if (this.bargeIn && spoken >= this.confirmWindows) this.confirmBargeIn();
       if ((w + 1) * WIN - utt.start >= MAX_TURN_SAMPLES) {
         // A monologue: take what there is as the turn.
@@ -401,6 +420,10 @@ export class AgentSession {
       }
     }
     if (this.tracker.state === 'pause') this.maybeCommit();
+  }
+
+  private maybeStartBargeIn(): void {
+    if (this.agent && !this.bargeIn && this.agentInterruptible()) this.startBargeIn();
   }
 
   private agentInterruptible(): boolean {
@@ -432,7 +455,7 @@ export class AgentSession {
   }
 
   private onRecognized(utt: UserTurn): void {
-    const text = utt.spec?.text ?? '';
+    const text = spokenText(utt.spec?.text ?? '');
     if (this.bargeIn) {
       if (!text.trim() || isBackchannel(text)) {
         this.resumeAfterFalseInterruption(text.trim() ? 'backchannel' : 'noise');
@@ -449,14 +472,15 @@ export class AgentSession {
     const spec = utt?.spec;
     if (!utt || !spec || this.tracker.state !== 'pause' || this.bargeIn) return;
     const silenceMs = (this.windows - spec.pause + 1) * WIN_MS;
-    const { minDelayMs, maxDelayMs } = this.opts.spec.endpointing;
+    const { minDelayMs } = this.opts.spec.endpointing;
     if (spec.text === undefined || silenceMs < minDelayMs) return;
-    const text = spec.text.trim();
+    const text = spokenText(spec.text);
     if (!text) {
       this.discardTurn('noise');
       return;
     }
-    if (!looksComplete(text) && silenceMs < maxDelayMs) return;
+    spec.waitMs ??= decide({ text, agentText: this.lastAgentText, prosody: utt.prosody }, this.turnConfig()).waitMs;
+    if (silenceMs < spec.waitMs) return;
     this.dropTurn();
     this.tracker.reset();
     const now = performance.now();
@@ -469,6 +493,12 @@ export class AgentSession {
       recognitionWait: 0,
       turn: 0,
     });
+  }
+
+  /** The end-of-turn settings: smartTurnConfig switches the adaptive decision, endpointingConfig bounds it. */
+  private turnConfig(): TurnConfig {
+    const { endpointing, smartTurn } = this.opts.spec;
+    return { smartTurn: smartTurn.enabled, smartWaitMs: smartTurn.waitMs, minDelayMs: endpointing.minDelayMs, maxDelayMs: endpointing.maxDelayMs };
   }
 
   /** Forgets the user's turn; a speculation of it still waiting for a slot is dropped. */
@@ -488,6 +518,7 @@ export class AgentSession {
   private startBargeIn(): void {
     const detectedAt = performance.now();
     this.pacer?.pause();
+    this.opts.emit({ type: 'agent_audio_paused' });
     this.stopMs = performance.now() - detectedAt;
     this.bargeIn = {
       detectedAt,
@@ -507,15 +538,18 @@ export class AgentSession {
     this.maybeCommit();
   }
 
-  private resumeAfterFalseInterruption(reason: 'noise' | 'backchannel'): void {
+  /** The agent plays on: what held it was a backchannel, noise, or (null) a sound that never became speech. */
+  private resumeAfterFalseInterruption(reason: 'noise' | 'backchannel' | null): void {
     const b = this.bargeIn;
     if (!b) return;
     clearTimeout(b.timer);
     this.bargeIn = null;
+    const started = this.utt !== null;
     this.dropTurn();
     this.tracker.reset();
-    this.opts.emit({ type: 'user_turn_discarded', reason });
+    if (reason && started) this.opts.emit({ type: 'user_turn_discarded', reason });
     this.pacer?.resume();
+    this.opts.emit({ type: 'agent_audio_resumed' });
     const drained = this.pendingDrain;
     this.pendingDrain = null;
     if (drained && drained === this.agent) void this.onAgentDrained(drained);
@@ -704,6 +738,7 @@ export class AgentSession {
     if (text) {
       this.opts.emit({ type: 'agent_transcript', text, interrupted: false });
       this.transcript.push({ role: 'agent', content: text, timestamp: new Date().toISOString() });
+      this.lastAgentText = text;
     }
     this.opts.emit({ type: 'agent_turn_ended', turnId: turn.id, status: 'completed', text });
     if (turn.transferTo) {
@@ -774,6 +809,7 @@ export class AgentSession {
   }
 
   private recordAgent(text: string, interrupted: boolean): void {
+    this.lastAgentText = text;
     this.opts.emit({ type: 'agent_transcript', text, interrupted });
     this.transcript.push({ role: 'agent', content: text, timestamp: new Date().toISOString(), ...(interrupted ? { interrupted: true } : {}) });
   }

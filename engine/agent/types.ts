@@ -49,6 +49,8 @@ export interface AgentSpec {
   interruptionBackoffSeconds: number;
   vad: { confidence: number; minVolume: number; triggerTimeInSecs: number; releaseTimeInSecs: number };
   endpointing: { minDelayMs: number; maxDelayMs: number };
+  /** smartTurnConfig: the adaptive end-of-turn decision on (default) or off (silence alone: minDelayMs), and its longest wait for an incomplete turn (0: maxDelayMs). */
+  smartTurn: { enabled: boolean; waitMs: number };
   /** Seconds of user silence before a reprompt, per conversation kind, and reprompts before the call ends. */
   idle: { chatSeconds: number; webcallSeconds: number; telephonySeconds: number; maxRetries: number };
   sessionTimeoutSeconds: number;

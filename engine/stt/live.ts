@@ -12,9 +12,9 @@
 // so it is transcribed speculatively then; when the VAD end fires the result is usually ready or nearly so. Speech
 // resuming discards the speculation.
 // Adaptive end of utterance (when the client sets no eou_timeout_ms): once eouEarlyMs of silence has passed and the
-// speculative final is ready and reads as a finished sentence (ends in . ? or !, not on a word such as "and" or
-// "the"), the utterance ends then, without waiting for the rest of eouSilenceMs. Whisper's punctuation is the
-// end-of-turn signal; an utterance trailing off, or not punctuated as finished, still waits the full silence.
+// speculative final is ready, the agents' end-of-turn decision (engine/turn/end-of-turn.ts: the words, not Whisper's
+// period, and the prosody before the pause) may end the utterance then, without waiting for the rest of eouSilenceMs;
+// an utterance it judges unfinished waits the full silence.
 // Interims: every interimIntervalMs of new utterance audio while speech continues, Whisper runs on the utterance so
 // far. They are the lowest priority and never pile up: skipped while any transcription of this session is running,
 // while the inference queue has any job running or waiting (a free worker stays for finals), and for as long after
@@ -31,8 +31,8 @@ import { QueueFullError, type InferenceKind } from '../models/queue.js';
 import type { ModelRegistry } from '../models/registry.js';
 import { VAD_SAMPLE_RATE, VAD_WINDOW_SAMPLES, VadSegmenter, type SileroVad, type VadEvent } from '../models/silero.js';
 import { WHISPER_MAX_SAMPLES } from '../models/whisper/index.js';
-import { endsWithAbbreviation } from '../text/abbreviations.js';
-import { looksComplete } from '../turn/speech-tracker.js';
+import { decide } from '../turn/end-of-turn.js';
+import { ProsodyTracker } from '../turn/prosody.js';
 
 /** Encodings a live session decodes: linear16, linear32, mulaw, alaw, opus (one packet per push), ogg_opus. */
 export const LIVE_ENCODINGS: readonly WireEncoding[] = WIRE_ENCODINGS;
@@ -219,12 +219,6 @@ export class SampleBuffer {
   }
 }
 
-/** A transcript that reads as a finished sentence: ends in . ? or ! (not an ellipsis or "Dr."), not trailing off. */
-export function readsFinished(text: string): boolean {
-  const t = text.trim().replace(/["'\u201d\u2019)\]]+$/, '');
-  if (!/[.?!]$/.test(t) || endsWithAbbreviation(t)) return false;
-  return looksComplete(t);
-}
 
 const round3 = (s: number) => Math.round(s * 1000) / 1000;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -234,6 +228,7 @@ export class LiveTranscriber {
   private readonly resampler: Resampler;
   private readonly segmenter: VadSegmenter;
   private readonly audio = new SampleBuffer();
+  private readonly prosody = new ProsodyTracker();
   private vad: SileroVad | undefined;
   private recognizer: Awaited<ReturnType<ModelRegistry['recognizer']>> | undefined;
 
@@ -451,6 +446,8 @@ export class LiveTranscriber {
     const probs = await vad.process(samples);
     for (const p of probs) {
       if (this.dead()) return;
+      const from = this.windows * WIN;
+      this.prosody.push(this.audio.slice(from, from + WIN));
       this.onWindow(p);
     }
   }
@@ -578,7 +575,14 @@ export class LiveTranscriber {
     const spec = utt?.spec;
     if (!utt || !spec || spec.text === undefined || this.earlyWindows === 0 || this.state !== 'open') return;
     if (this.silenceStart < 0 || spec.silence !== this.silenceStart || this.windows - this.silenceStart < this.earlyWindows) return;
-    if (!readsFinished(spec.text)) return;
+    // The agents' end-of-turn decision (words and prosody, not Whisper's period): early only when it would commit a
+    // turn at the shortest wait.
+    const windowMs = (WIN * 1000) / SR;
+    const early = this.earlyWindows * windowMs;
+    const eou = this.segmenter.minSilenceWindows * windowMs;
+    const prosody = this.prosody.features(utt.probBase, spec.silence);
+    const { waitMs } = decide({ text: spec.text, prosody }, { smartTurn: true, smartWaitMs: 0, minDelayMs: early, maxDelayMs: eou });
+    if ((this.windows - this.silenceStart) * windowMs < waitMs) return;
     const e = this.segmenter.endInSilence();
     if (!e) return;
     this.counters.earlyEnds++;

@@ -97,9 +97,14 @@ const BACKCHANNELS = new Set([
   'sure', 'alright', 'all right', 'i see', 'got it', 'uh', 'um', 'ah', 'oh',
 ]);
 
+/** The words of a transcript without Whisper's non-speech annotations ("[coughs]", "(breathing)", "*sigh*", "<noise>"). */
+export function spokenText(text: string): string {
+  return text.replace(/\[[^\]]*\]|\([^)]*\)|\*[^*]*\*|<[^>]*>|♪/g, ' ').replace(/\s+/g, ' ').trim();
+}
+
 /** True when the recognised text is only backchannel words ("uh-huh", "yeah", "okay", "right", ...). */
 export function isBackchannel(text: string): boolean {
-  const norm = text.toLowerCase().replace(/[^a-z\s-]/g, ' ').replace(/\s+/g, ' ').trim();
+  const norm = spokenText(text).toLowerCase().replace(/[^a-z\s-]/g, ' ').replace(/\s+/g, ' ').trim();
   if (!norm) return false;
   if (BACKCHANNELS.has(norm)) return true;
   const words = norm.split(' ');
@@ -112,18 +117,5 @@ export function isBackchannel(text: string): boolean {
     else if (BACKCHANNELS.has(words[i] as string)) i += 1;
     else return false;
   }
-  return true;
-}
-
-/** Words that, ending an utterance, say the speaker has not finished. */
-const CONTINUATIONS = /\b(and|but|or|so|because|um|uh|the|a|an|to|of|with|my|your|our|their|is|are|was|were|if|then|like|for|at|from|by|than)$/i;
-
-/** Heuristic end-of-turn check on a transcript: a finished sentence, not trailing off on a comma or a conjunction. */
-export function looksComplete(text: string): boolean {
-  const t = text.trim();
-  if (!t) return false;
-  if (/(\.\.\.|…|,|-)$/.test(t)) return false;
-  const bare = t.replace(/[.!?]+$/, '');
-  if (CONTINUATIONS.test(bare)) return false;
   return true;
 }

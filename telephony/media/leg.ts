@@ -22,6 +22,8 @@ export interface MediaLeg {
   set speaking(on: boolean);
   /** Whether the peer's latest SDP is `sendrecv` (false while the call is on hold): the media timeout runs only then. */
   set peerSending(on: boolean);
+  /** Holds queued agent audio unsent (a barge-in being confirmed; packets built ahead are dropped), or plays it on. */
+  hold(on: boolean): void;
   /** Drops queued agent audio (barge-in). */
   clear(): void;
   /** Agent audio queued and not yet sent, in milliseconds. */

@@ -18,6 +18,7 @@ export type ToMediaWorker =
   | { op: 'speaking'; id: number; on: boolean }
   | { op: 'peerSending'; id: number; on: boolean }
   | { op: 'clear'; id: number }
+  | { op: 'hold'; id: number; on: boolean }
   | { op: 'dtmf'; id: number; digits: string }
   | { op: 'finish'; id: number };
 
@@ -206,6 +207,11 @@ export class RemoteMediaLeg implements MediaLeg {
 
   set peerSending(on: boolean) {
     if (!this.closed) this.post({ op: 'peerSending', id: this.id, on });
+  }
+
+  /** Holds the agent's audio queued on the worker (barge-in pending), or plays it on. See RtpSession.held. */
+  hold(on: boolean): void {
+    if (!this.closed) this.post({ op: 'hold', id: this.id, on });
   }
 
   clear(): void {

@@ -52,6 +52,8 @@ const S_INTS = 4;
 const ADDR_BYTES = 28; // sockaddr_in6
 /** Slot flag: the interval before this packet is not the clock's (sending resumed after a pause). */
 export const FLAG_RESUMED = 1;
+/** The result of a packet dropped unsent (drop(): barge-in), as onSent sees it. */
+export const RESULT_DROPPED = 0x40000000;
 
 /** Monotonic milliseconds, the same clock in every thread (CLOCK_MONOTONIC). */
 export function monoMs(): number {
@@ -277,6 +279,11 @@ export class PoolLane {
     this.pool.flush(this.region);
   }
 
+  /** Drops every packet waiting (not sent; onSent sees RESULT_DROPPED): the agent's audio stops at once (barge-in). */
+  drop(): void {
+    this.pool.drop(this.region);
+  }
+
   /** Gives onSent each packet sent since the last call, in order. */
   collect(): void {
     const v = this.pool.views;
@@ -386,6 +393,26 @@ export class SendPool {
     this.lock(h);
     try {
       sendDue(v, this.sendto, region, Infinity);
+    } finally {
+      Atomics.store(v.header, h + H_LOCK, 0);
+    }
+  }
+
+  drop(region: number): void {
+    const v = this.views;
+    const h = region * H_INTS;
+    if (Atomics.load(v.header, h + H_HEAD) === Atomics.load(v.header, h + H_TAIL)) return;
+    this.lock(h);
+    try {
+      let head = Atomics.load(v.header, h + H_HEAD);
+      const tail = Atomics.load(v.header, h + H_TAIL);
+      while (head !== tail) {
+        const slot = v.slotOf(region, head);
+        v.times[slot * 2 + 1] = monoMs();
+        v.slotInts[slot * S_INTS + S_RESULT] = RESULT_DROPPED;
+        head = (head + 1) | 0;
+      }
+      Atomics.store(v.header, h + H_HEAD, head);
     } finally {
       Atomics.store(v.header, h + H_LOCK, 0);
     }

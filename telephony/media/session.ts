@@ -18,7 +18,7 @@ import { FrameQueue } from './outqueue.js';
 import { rtpPorts, type BoundPort, type PortAllocator } from './ports.js';
 import { decodeRtp, encodeRtp, isRtcp } from './rtp.js';
 import type { MediaParams } from './sdp.js';
-import { FLAG_RESUMED, monoMs, type PoolLane, type SendPool } from './sendpool.js';
+import { FLAG_RESUMED, RESULT_DROPPED, monoMs, type PoolLane, type SendPool } from './sendpool.js';
 import { SrtpTransform } from './srtp.js';
 
 export const SAMPLE_RATE = 8000;
@@ -169,6 +169,7 @@ export class RtpSession {
     packetsIn: 0, packetsOut: 0, bytesIn: 0, bytesOut: 0, malformed: 0, srtpFailures: 0, ignored: 0, rtcpIn: 0, dtmfIn: 0, dtmfOut: 0, sendErrors: 0, underrunFrames: 0,
   };
   private speakingNow = false;
+  private holding = false;
   /** Whether the current turn's first audio has been queued. */
   private turnAudio = false;
   /** Caller frames handed to onAudio, and when the first was (the playout clock's origin). */
@@ -192,6 +193,7 @@ export class RtpSession {
     bound.socket.on('error', (err) => this.onError?.(err));
     if (pool) {
       this.lane = pool.pool.open(bound.socket, (at, result, flags) => {
+        if (result === RESULT_DROPPED) return; // dropped unsent at a barge-in: not a send
         if (result < 0) this.counters.sendErrors++;
         this.sent(at, flags);
       });
@@ -275,6 +277,16 @@ export class RtpSession {
   set peerSending(on: boolean) {
     if (on && !this.peerSends) this.quietSince = performance.now();
     this.peerSends = on;
+  }
+
+  /**
+   * Holds the agent's audio (a barge-in being confirmed): nothing more is taken from the queue (silence goes out) and
+   * packets already built ahead for the send pool are dropped, so the caller stops hearing the agent at once; off,
+   * the queue plays on from where it stopped.
+   */
+  hold(on: boolean): void {
+    this.holding = on;
+    if (on) this.lane?.drop();
   }
 
   /** Drops queued agent audio (barge-in). */
@@ -496,9 +508,9 @@ export class RtpSession {
     // Between queued digits only silence goes out; the agent's audio resumes after the last one.
     const betweenDigits = this.dtmfGap > 0 && this.dtmfQueue.length > 0;
     if (this.dtmfGap > 0) this.dtmfGap--;
-    const frame = betweenDigits ? null : this.out.take();
+    const frame = betweenDigits || this.holding ? null : this.out.take();
     let payload = this.silence;
-    if (!frame && this.speakingNow && this.turnAudio && !betweenDigits) this.dryFrames++;
+    if (!frame && this.speakingNow && this.turnAudio && !betweenDigits && !this.holding) this.dryFrames++;
     if (frame) {
       const encode = p.codec === 'PCMU' ? linearToMuLaw : linearToALaw;
       payload = Buffer.allocUnsafe(FRAME_SAMPLES);

@@ -83,6 +83,9 @@ port.on('message', (msg: ToMediaWorker) => {
     case 'clear':
       s.clear();
       break;
+    case 'hold':
+      s.hold(msg.on);
+      break;
     case 'dtmf':
       try {
         s.sendDtmf(msg.digits);

@@ -1,5 +1,6 @@
 // Turns a stored agent configuration (wire field names) into the engine's AgentSpec; picks a voice we actually have.
 import type { AgentSpec, Vars } from '../../engine/agent/types.js';
+import { DEFAULT_MAX_DELAY_MS, DEFAULT_MIN_DELAY_MS } from '../../engine/turn/end-of-turn.js';
 import type { ModelRegistry } from '../../engine/models/registry.js';
 
 const obj = (v: unknown): Record<string, unknown> => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
@@ -21,9 +22,10 @@ export function agentSpec(agentId: string, workflowType: string, config: Record<
   const language = obj(config.language);
   const vad = obj(config.voiceDetectionConfig);
   const endpointing = obj(config.endpointingConfig);
+  const smart = obj(config.smartTurnConfig);
   const idle = obj(config.llmIdleTimeoutConfig);
   const session = obj(config.sessionTimeoutConfig);
-  const minDelayMs = num(endpointing.minDelayMs, 400);
+  const minDelayMs = num(endpointing.minDelayMs, DEFAULT_MIN_DELAY_MS);
   const tz = config.timezone;
   return {
     agentId,
@@ -50,7 +52,9 @@ export function agentSpec(agentId: string, workflowType: string, config: Record<
       triggerTimeInSecs: num(vad.triggerTimeInSecs, 0.25),
       releaseTimeInSecs: num(vad.releaseTimeInSecs, 0.8),
     },
-    endpointing: { minDelayMs, maxDelayMs: Math.max(minDelayMs, num(endpointing.maxDelayMs, 3000)) },
+    endpointing: { minDelayMs, maxDelayMs: Math.max(minDelayMs, num(endpointing.maxDelayMs, DEFAULT_MAX_DELAY_MS)) },
+    // Smart turn is on unless switched off; waitTimeInSecs caps its wait for a turn that sounds unfinished.
+    smartTurn: { enabled: bool(smart.isEnabled, true), waitMs: Math.round(num(smart.waitTimeInSecs, 0) * 1000) },
     idle: {
       chatSeconds: num(idle.chatTimeoutTimeInSecs, 60),
       webcallSeconds: num(idle.webcallTimeoutTimeInSecs, 20),

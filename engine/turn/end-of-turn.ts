@@ -1,0 +1,98 @@
+// The end-of-turn decision: how likely the caller's turn is complete at a pause (a logistic model over the words'
+// lexical evidence and the prosody before the pause), and how much silence to wait for before committing it
+// (adaptive: minDelayMs when confidently complete, up to the maximum when confidently not).
+//
+// The weights are fitted by bench/fit-turns.ts on speech synthesized here only (engine/turn/eot-weights.ts, generated);
+// human recordings are for evaluation. Pure: no models, no timers.
+import { FITTED } from './eot-weights.js';
+import { lexicalFeatures, type LexicalFeatures } from './lexical.js';
+import { NEUTRAL_PROSODY, type ProsodyFeatures } from './prosody.js';
+
+/** endpointingConfig defaults: the shortest silence before a commit, and the longest wait for an unfinished turn. */
+export const DEFAULT_MIN_DELAY_MS = 400;
+export const DEFAULT_MAX_DELAY_MS = 3000;
+
+/** The model's inputs, in order (the weights file names them). */
+export const FEATURE_NAMES = [
+  'openEnding', 'weakEnding', 'trailingMark', 'questionMark', 'numberOpen', 'numberDone', 'shortAnswer', 'logWords',
+  'f0End', 'f0Slope', 'energyEnd', 'energySlope', 'finalLengthening', 'voicedEnd', 'lowVoiced',
+] as const;
+
+export interface EotWeights {
+  features: readonly string[];
+  /** Feature scale: x / scale before the weight (keeps the fit well conditioned). */
+  scale: number[];
+  weights: number[];
+  bias: number;
+  /** Default completeness threshold (the eagerness): at or above it the turn commits after minDelayMs. */
+  threshold: number;
+  /** How the weights were made (script, data, date). */
+  fittedOn?: string;
+}
+
+export const DEFAULT_WEIGHTS: EotWeights = FITTED;
+
+/** The inputs of one decision: what the caller said so far, what the agent last said, the prosody at the pause. */
+export interface EotInput {
+  text: string;
+  agentText?: string;
+  prosody?: ProsodyFeatures | null;
+}
+
+/** The feature vector of an input (in FEATURE_NAMES order). */
+export function featureVector(input: EotInput, lex: LexicalFeatures = lexicalFeatures(input.text, input.agentText)): number[] {
+  const p = input.prosody ?? NEUTRAL_PROSODY;
+  const low = p.voicedFrames < 6 ? 1 : 0;
+  return [
+    lex.openEnding, lex.weakEnding, lex.trailingMark, lex.questionMark, lex.numberOpen, lex.numberDone, lex.shortAnswer, lex.logWords,
+    low ? 0 : p.f0End, low ? 0 : p.f0Slope, low ? 0 : p.energyEnd, low ? 0 : p.energySlope, low ? 0 : p.finalLengthening, low ? 0 : p.voicedEnd, low,
+  ];
+}
+
+/** Probability that the turn is complete, from a feature vector. */
+export function completenessOf(x: number[], w: EotWeights = DEFAULT_WEIGHTS): number {
+  let z = w.bias;
+  for (let i = 0; i < x.length; i++) z += ((w.weights[i] ?? 0) * (x[i] as number)) / (w.scale[i] || 1);
+  return 1 / (1 + Math.exp(-z));
+}
+
+/** Probability that the turn is complete. */
+export function completeness(input: EotInput, w: EotWeights = DEFAULT_WEIGHTS): number {
+  return completenessOf(featureVector(input), w);
+}
+
+export interface EotPolicy {
+  /** Silence before any commit, ms (endpointingConfig.minDelayMs). */
+  minDelayMs: number;
+  /** Longest wait, ms, for a turn that is confidently incomplete (smartTurnConfig.waitTimeInSecs, else maxDelayMs). */
+  maxDelayMs: number;
+  /** Completeness at or above which the turn commits after minDelayMs; below it the wait grows to maxDelayMs. */
+  threshold: number;
+}
+
+/** Silence needed before committing a turn of completeness `p`. */
+export function silenceNeededMs(p: number, policy: EotPolicy): number {
+  const { minDelayMs, maxDelayMs, threshold } = policy;
+  if (p >= threshold || maxDelayMs <= minDelayMs) return minDelayMs;
+  return minDelayMs + (maxDelayMs - minDelayMs) * Math.min(1, (threshold - p) / Math.max(1e-6, threshold));
+}
+
+/** Agent config in: smartTurnConfig and endpointingConfig as resolved for a session. */
+export interface TurnConfig {
+  smartTurn: boolean;
+  /** Longest wait for an incomplete turn, ms (0: maxDelayMs). */
+  smartWaitMs: number;
+  minDelayMs: number;
+  maxDelayMs: number;
+}
+
+/**
+ * The decision of one pause: with smart turn on, the adaptive wait; off, silence alone decides (minDelayMs: what a
+ * VAD-only endpointer does).
+ */
+export function decide(input: EotInput, cfg: TurnConfig, w: EotWeights = DEFAULT_WEIGHTS): { p: number; waitMs: number } {
+  if (!cfg.smartTurn) return { p: NaN, waitMs: cfg.minDelayMs };
+  const p = completeness(input, w);
+  const max = cfg.smartWaitMs > 0 ? Math.min(cfg.maxDelayMs, Math.max(cfg.minDelayMs, cfg.smartWaitMs)) : cfg.maxDelayMs;
+  return { p, waitMs: silenceNeededMs(p, { minDelayMs: cfg.minDelayMs, maxDelayMs: max, threshold: w.threshold }) };
+}
