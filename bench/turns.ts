@@ -8,22 +8,25 @@
 // through the session's own input path (bench/lib/turn-replay.ts, cached), then every policy is simulated on the
 // audio clock with this machine's recognition time (bench/lib/turn-policies.ts).
 //
-// Env: BENCH_BARGE=0 skips barge-in (BENCH_BARGE_TRIALS, BENCH_BARGE_FALSE per kind); BENCH_SETS=human,synth.
+// Env: BENCH_BARGE=0 skips barge-in (BENCH_BARGE_TRIALS, BENCH_BARGE_FALSE per kind); BENCH_SETS (default
+// human8,synth; also human16 and fit); BENCH_MAX_TURN_S (15); BENCH_LIVE=N streams N items to a real server too.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ModelRegistry } from '../engine/models/registry.js';
 import { DEFAULT_MIN_DELAY_MS, DEFAULT_WEIGHTS } from '../engine/turn/end-of-turn.js';
+import { freshStore, startServer } from '../test/support/server.js';
 import { svgPlot, type Series } from './lib/plot.js';
+import { liveCheck } from './lib/turn-live.js';
 import { printTable, resultPath } from './lib/report.js';
 import { buildTurnCorpus, readItemAudio, type TurnItem } from './lib/turn-corpus.js';
-import { punctuationPolicy, simulate, smartPolicy, summarize, vadPolicy, type Policy, type Summary } from './lib/turn-policies.js';
-import { calibrateRecognition, replayItem, toSessionRate, type ItemReplay } from './lib/turn-replay.js';
+import { pct, punctuationPolicy, simulate, smartPolicy, summarize, vadPolicy, type Policy, type Summary } from './lib/turn-policies.js';
+import { calibrateRecognition, replayAll, toSessionRate, type ItemReplay } from './lib/turn-replay.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const CACHE = path.join(ROOT, 'bench/.cache/turn-replay');
 const VAD_DELAYS = [200, 300, 400, 500, 600, 700, 800, 1000, 1200, 1500, 2000, 2500];
-const MAX_TURN_S = 27.5;
+const MAX_TURN_S = Number(process.env.BENCH_MAX_TURN_S ?? 15);
 const MIN_DELAYS = [100, 150, 200, 250, 300, 400];
 const THRESHOLDS = [0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95];
 
@@ -44,37 +47,56 @@ function run(policy: Policy, replays: Map<string, ItemReplay>, items: TurnItem[]
 
 function row(set: string, s: Summary): string[] {
   const c = s.cutoff;
-  return [set, s.policy, String(s.setting), String(s.items), pctf(c.mid_clause?.rate), pctf(c.clause_end?.rate), pctf(c.sentence_end?.rate), pctf(c.no_pause?.rate), msf(s.delayP50), msf(s.delayP90), String(s.missed)];
+  return [set, s.policy, String(s.setting), String(s.items), pctf(c.mid_clause?.rate), pctf(c.clause_end?.rate), pctf(c.sentence_end?.rate), pctf(c.no_pause?.rate), msf(s.delayP50), msf(s.delayP90), msf(s.decisionP50), String(s.missed)];
+}
+
+/** BENCH_LIVE: the defaults on a real server at real-time pace, human 8 kHz items spread over the pause kinds. */
+async function liveRun(all: TurnItem[], n: number): Promise<unknown> {
+  const pool = all.filter((i) => i.source === 'human' && i.rate === 8000);
+  const byKind = new Map<string, TurnItem[]>();
+  for (const i of pool) byKind.set(i.pauses[0]?.kind ?? 'no_pause', [...(byKind.get(i.pauses[0]?.kind ?? 'no_pause') ?? []), i]);
+  const picked: TurnItem[] = [];
+  for (let k = 0; picked.length < Math.min(n, pool.length); k++) for (const list of byKind.values()) if (list[k] && picked.length < n) picked.push(list[k] as TurnItem);
+  const store = freshStore('sqlite');
+  const server = await startServer({ store, env: { PARLEY_WARM_MODELS: 'true', PARLEY_RATE_LIMIT_PER_MINUTE: '1000000' } });
+  try {
+    const out = await liveCheck(server, picked, 2);
+    const rows = [...new Set(out.map((o) => o.kind))].map((kind) => {
+      const of = out.filter((o) => o.kind === kind && !o.error);
+      const ends = of.filter((o) => !o.cutoff).map((o) => o.delayMs as number);
+      return [kind, String(of.length), pctf(of.filter((o) => o.cutoff).length / Math.max(1, of.length)), msf(pct(ends, 0.5)), msf(pct(ends, 0.9))];
+    });
+    printTable(`Live: ${picked.length} human 8 kHz items streamed to the agent WebSocket at real-time pace, 2 at a time (errors: ${out.filter((o) => o.error).length})`, ['hesitation', 'items', 'cut off', 'delay p50', 'p90'], rows, 1);
+    return out;
+  } finally {
+    await server.stop();
+    await store.cleanup();
+  }
 }
 
 async function main(): Promise<void> {
   const t0 = performance.now();
-  // A turn over 28 s is cut by the session as a monologue whatever the policy: such items (three long Asterisk
-  // prompts) are left out.
+  // Items whose speech runs past BENCH_MAX_TURN_S (default 15 s: the long multi-sentence Asterisk prompts) are left
+  // out: replaying them costs most of the run, and past 28 s the session cuts any turn as a monologue.
   const all = (await buildTurnCorpus()).filter((i) => i.speechEnd / i.rate <= MAX_TURN_S);
-  const wanted = (process.env.BENCH_SETS ?? 'human,synth').split(',');
+  const wanted = (process.env.BENCH_SETS ?? 'human8,synth').split(',');
   const sets: Set[] = [];
-  if (wanted.includes('human')) {
-    for (const rate of [8000, 16000]) sets.push({ name: `human ${rate / 1000}k`, items: all.filter((i) => i.source === 'human' && i.rate === rate) });
-  }
-  if (wanted.includes('synth')) {
-    sets.push({ name: 'synth eval', items: all.filter((i) => i.source === 'synth' && i.split === 'eval') });
-    sets.push({ name: 'synth fit', items: all.filter((i) => i.source === 'synth' && i.split === 'fit') });
-  }
+  const human = (rate: number) => all.filter((i) => i.source === 'human' && i.rate === rate);
+  if (wanted.includes('human8')) sets.push({ name: 'human 8k', items: human(8000) });
+  if (wanted.includes('human16')) sets.push({ name: 'human 16k', items: human(16000) });
+  if (wanted.includes('synth')) sets.push({ name: 'synth eval', items: all.filter((i) => i.source === 'synth' && i.split === 'eval') });
+  if (wanted.includes('fit')) sets.push({ name: 'synth fit', items: all.filter((i) => i.source === 'synth' && i.split === 'fit') });
   const registry = new ModelRegistry({ cacheDir: path.join(os.tmpdir(), 'parley-models'), concurrency: 2, maxWaiting: 64, synthesisWorkers: 1 });
   const replays = new Map<string, ItemReplay>();
   const todo = sets.flatMap((s) => s.items);
-  for (const [i, item] of todo.entries()) {
-    replays.set(item.id, await replayItem(item, readItemAudio(item), registry, CACHE));
-    if ((i + 1) % 100 === 0) console.log(`replayed ${i + 1}/${todo.length}`);
-  }
-  const calItems = all.filter((i) => i.source === 'synth').slice(0, 16);
-  const cal = await calibrateRecognition(registry, calItems.map((it) => toSessionRate(readItemAudio(it), it.rate)));
+  await replayAll(todo, registry, CACHE, (r) => replays.set(r.id, r));
+  const calItem = all.find((i) => i.source === 'human' && i.rate === 8000) ?? (all[0] as TurnItem);
+  const cal = await calibrateRecognition(registry, toSessionRate(readItemAudio(calItem), calItem.rate).subarray(0, Math.round((calItem.speechEnd / calItem.rate) * 16000)));
   const recMs = (s: number) => Math.max(0, cal.a + cal.b * s);
-  console.log(`recognition time on this machine (one at a time, full window): ${cal.a.toFixed(0)} ms + ${cal.b.toFixed(1)} ms per second of audio`);
+  console.log(`recognition time on this machine (one at a time, full window): ${cal.a.toFixed(0)} ms + ${cal.b.toFixed(1)} ms per second of audio (${cal.samples.map(([s, ms]) => `${s} s: ${ms.toFixed(0)} ms`).join(', ')})`);
   await registry.close();
 
-  const header = ['set', 'policy', 'setting', 'items', 'mid-clause', 'clause end', 'sentence end', 'no pause', 'delay p50', 'p90', 'never'];
+  const header = ['set', 'policy', 'setting', 'items', 'mid-clause', 'clause end', 'sentence end', 'no pause', 'delay p50', 'p90', 'wait p50', 'never'];
   const rows: string[][] = [];
   const results: Record<string, { before: Summary; defaults: Summary; vad: Summary[]; smart: Summary[]; minDelay: Summary[] }> = {};
   const threshold = DEFAULT_WEIGHTS.threshold;
@@ -87,7 +109,7 @@ async function main(): Promise<void> {
     results[set.name] = { before, defaults, vad, smart, minDelay };
     rows.push(row(set.name, before), row(set.name, defaults));
   }
-  printTable('Operating points: false cut-offs by where the hesitation was (share of items), end-of-turn delay at true ends (ms)', header, rows, 2);
+  printTable('Operating points: false cut-offs by where the hesitation was (share of items); end-of-turn delay at true ends (ms; every item), with this machine\'s recognition and (wait) with instant recognition', header, rows, 2);
   for (const set of sets) {
     const r = results[set.name]!;
     printTable(`Curve, ${set.name}`, header, [...r.vad, ...r.smart, ...r.minDelay].map((s) => row(set.name, s)), 2);
@@ -99,13 +121,17 @@ async function main(): Promise<void> {
   sets.forEach((set, k) => {
     const r = results[set.name]!;
     const color = colors[k % colors.length] as string;
-    const pt = (s: Summary): [number, number] => [s.delayP50, 100 * (s.cutoff.mid_clause?.rate ?? NaN)];
+    const pt = (s: Summary): [number, number] => [s.decisionP50, 100 * (s.cutoff.mid_clause?.rate ?? NaN)];
     series.push({ name: `${set.name}: smart turn`, color, points: r.smart.map(pt), marks: [{ at: pt(r.defaults), label: 'default' }, { at: pt(r.before), label: 'before' }] });
     series.push({ name: `${set.name}: VAD only`, color, dashed: true, points: r.vad.map(pt) });
   });
-  const svg = svgPlot(series, { title: 'False cut-offs at 600 ms mid-clause hesitations vs end-of-turn delay', xLabel: 'end-of-turn delay at true ends, p50 (ms)', yLabel: 'false cut-offs (%)', xMax: 2000, yMax: 100 });
+  const svg = svgPlot(series, { title: 'False cut-offs at 600 ms mid-clause hesitations vs end-of-turn delay', xLabel: 'end-of-turn wait at true ends, p50 (ms; recognition time not counted)', yLabel: 'false cut-offs (%)', xMax: 2000, yMax: 100 });
   const plotFile = resultPath('turns-curve').replace(/\.json$/, '.svg');
   fs.writeFileSync(plotFile, svg);
+
+  let live: unknown = null;
+  const liveN = Number(process.env.BENCH_LIVE ?? 0);
+  if (liveN > 0) live = await liveRun(all, liveN);
 
   let barge: unknown = null;
   if (process.env.BENCH_BARGE !== '0') {
@@ -113,7 +139,7 @@ async function main(): Promise<void> {
     barge = await runBargeInBench();
   }
   const out = resultPath(`turns-${new Date().toISOString().replace(/[:.]/g, '-')}`);
-  fs.writeFileSync(out, JSON.stringify({ recognition: cal, threshold, minDelayMs: DEFAULT_MIN_DELAY_MS, weights: DEFAULT_WEIGHTS.fittedOn, results, barge }, null, 2));
+  fs.writeFileSync(out, JSON.stringify({ recognition: cal, threshold, minDelayMs: DEFAULT_MIN_DELAY_MS, weights: DEFAULT_WEIGHTS.fittedOn, results, live, barge }, null, 2));
   console.log(`\nplot: ${plotFile}\nresults: ${out}\n(${((performance.now() - t0) / 1000).toFixed(0)} s)`);
 }
 

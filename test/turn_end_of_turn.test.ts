@@ -7,6 +7,8 @@ import { ProsodyTracker } from '../engine/turn/prosody.js';
 
 const SR = 16000;
 const CFG: TurnConfig = { smartTurn: true, smartWaitMs: 0, minDelayMs: 200, maxDelayMs: 3000 };
+/** Prosody of a phrase end: the pitch falls to the bottom of the voice and the energy fades. */
+const FALL = { f0End: -4, f0Slope: -15, energyEnd: -8, energySlope: -40, finalLengthening: 0.3, voicedEnd: 0.4, voicedFrames: 60 };
 
 describe('lexical evidence', () => {
   it('ignores the final period and finds endings that cannot end a turn', () => {
@@ -56,7 +58,10 @@ describe('the adaptive wait', () => {
     expect(mid).toBeGreaterThan(200);
     expect(mid).toBeLessThan(3000);
     expect(decide({ text: 'My name is.' }, CFG).waitMs).toBeGreaterThan(1000);
-    expect(decide({ text: 'No, thank you.', agentText: 'Can I help you with anything else?' }, CFG).waitMs).toBe(200);
+    expect(decide({ text: 'No, thank you.', agentText: 'Can I help you with anything else?', prosody: FALL }, CFG).waitMs).toBe(200);
+    expect(decide({ text: 'I would like to book a table for two.', prosody: FALL }, CFG).waitMs).toBe(200);
+    // A falling pitch does not finish "my name is": the words cap the probability.
+    expect(decide({ text: 'My name is.', prosody: FALL }, CFG).waitMs).toBeGreaterThan(1000);
   });
 
   it('smartTurnConfig off: silence alone (minDelayMs) decides; waitTimeInSecs caps the wait for a hesitation', () => {

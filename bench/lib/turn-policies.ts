@@ -16,6 +16,12 @@ export interface Policy {
 export interface Outcome {
   /** `cutoff`: committed before the true end of speech; `end`: committed after it; `none`: never committed. */
   kind: 'cutoff' | 'end' | 'none';
+  /**
+   * The commit at the true end, whether or not an earlier pause was cut off (so every item has one): ms after the
+   * true end of speech, with this machine's recognition time and (`decisionMs`) with instant recognition.
+   */
+  endMs: number;
+  decisionMs: number;
   /** Commit time, ms of audio from the item's start. */
   atMs: number;
   /** At the end: commit time minus the true end of speech. */
@@ -27,25 +33,36 @@ export interface Outcome {
 /** Recognition time of a clip, ms (calibrated on this machine). */
 export type RecognitionTime = (audioSeconds: number) => number;
 
+/** When the session would commit at this pause (Infinity: speech resumes first, or no words). */
+function commitAt(rec: PauseRecord, policy: Policy, recMs: RecognitionTime, agentText?: string): number {
+  if (!rec.text) return Infinity;
+  const wait = policy.waitMs(rec, agentText);
+  if (!Number.isFinite(wait)) return Infinity;
+  // The session's silence at window k is (k - pause + 2) windows; the window is in hand at (k + 1) * WIN_MS.
+  const k = Math.max(rec.pauseWindow, rec.pauseWindow - 2 + Math.ceil(wait / WIN_MS));
+  const silenceAt = (k + 1) * WIN_MS;
+  const textAt = (rec.pauseWindow + 1) * WIN_MS + recMs(rec.audioSeconds);
+  const at = Math.max(silenceAt, textAt);
+  const resumeAt = rec.resumeWindow === null ? Infinity : rec.resumeWindow * WIN_MS;
+  return at >= resumeAt ? Infinity : at;
+}
+
 export function simulate(replay: ItemReplay, policy: Policy, recMs: RecognitionTime, agentText?: string): Outcome {
+  const endFrom = replay.speechEndMs - WIN_MS;
+  const final = replay.records.filter((r) => (r.pauseWindow + 1) * WIN_MS >= endFrom);
+  const first = (rm: RecognitionTime) => Math.min(...final.map((r) => commitAt(r, policy, rm, agentText)));
+  const endMs = first(recMs) - replay.speechEndMs;
+  const decisionMs = first(() => 0) - replay.speechEndMs;
   for (const rec of replay.records) {
-    if (!rec.text) continue;
-    const wait = policy.waitMs(rec, agentText);
-    if (!Number.isFinite(wait)) continue;
-    // The session's silence at window k is (k - pause + 2) windows; the window is in hand at (k + 1) * WIN_MS.
-    const k = Math.max(rec.pauseWindow, rec.pauseWindow - 2 + Math.ceil(wait / WIN_MS));
-    const silenceAt = (k + 1) * WIN_MS;
-    const textAt = (rec.pauseWindow + 1) * WIN_MS + recMs(rec.audioSeconds);
-    const at = Math.max(silenceAt, textAt);
-    const resumeAt = rec.resumeWindow === null ? Infinity : rec.resumeWindow * WIN_MS;
-    if (at >= resumeAt) continue;
-    if (at < replay.speechEndMs - WIN_MS) {
+    const at = commitAt(rec, policy, recMs, agentText);
+    if (!Number.isFinite(at)) continue;
+    if (at < endFrom) {
       const p = replay.pauses.find((q) => at >= q.startMs - 200 && at <= q.endMs + 200);
-      return { kind: 'cutoff', atMs: at, delayMs: at - replay.speechEndMs, at: p ? p.kind : 'natural' };
+      return { kind: 'cutoff', atMs: at, delayMs: at - replay.speechEndMs, at: p ? p.kind : 'natural', endMs, decisionMs };
     }
-    return { kind: 'end', atMs: at, delayMs: at - replay.speechEndMs, at: 'end' };
+    return { kind: 'end', atMs: at, delayMs: at - replay.speechEndMs, at: 'end', endMs, decisionMs };
   }
-  return { kind: 'none', atMs: Infinity, delayMs: Infinity, at: 'none' };
+  return { kind: 'none', atMs: Infinity, delayMs: Infinity, at: 'none', endMs, decisionMs };
 }
 
 /** The policy before this bench (Whisper's punctuation): minDelayMs if the text "looks complete", else maxDelayMs. */
@@ -83,9 +100,11 @@ export interface Summary {
   items: number;
   /** Share of items with a hesitation of each kind that were cut off (at it or at an earlier natural pause). */
   cutoff: Record<string, { n: number; cut: number; rate: number }>;
-  /** End-of-turn delay at true ends (items not cut off), ms. */
+  /** End-of-turn delay at true ends (every item, cut off earlier or not), ms: with this machine's recognition. */
   delayP50: number;
   delayP90: number;
+  /** The same with instant recognition: what the policy's wait alone costs. */
+  decisionP50: number;
   /** Items never committed (waited past the end of the item). */
   missed: number;
 }
@@ -93,17 +112,20 @@ export interface Summary {
 export function summarize(policy: Policy, outcomes: { replay: ItemReplay; outcome: Outcome }[]): Summary {
   const cutoff: Summary['cutoff'] = {};
   const delays: number[] = [];
+  const decisions: number[] = [];
   let missed = 0;
   for (const { replay, outcome } of outcomes) {
     const kind = replay.pauses[0]?.kind ?? 'no_pause';
     const c = (cutoff[kind] ??= { n: 0, cut: 0, rate: 0 });
     c.n++;
     if (outcome.kind === 'cutoff') c.cut++;
-    else if (outcome.kind === 'end') delays.push(outcome.delayMs);
-    else missed++;
+    if (Number.isFinite(outcome.endMs)) {
+      delays.push(outcome.endMs);
+      decisions.push(outcome.decisionMs);
+    } else missed++;
   }
   for (const c of Object.values(cutoff)) c.rate = c.n ? c.cut / c.n : 0;
-  return { policy: policy.name, setting: policy.setting, items: outcomes.length, cutoff, delayP50: pct(delays, 0.5), delayP90: pct(delays, 0.9), missed };
+  return { policy: policy.name, setting: policy.setting, items: outcomes.length, cutoff, delayP50: pct(delays, 0.5), delayP90: pct(delays, 0.9), decisionP50: pct(decisions, 0.5), missed };
 }
 
 export function pct(xs: number[], q: number): number {

@@ -1,7 +1,7 @@
 // Agent configuration as the spec's blocks: which field lives in which section, defaults, merging and leaf paths.
 import { createHash } from 'node:crypto';
 import { CONFIG_FIELDS, normalizeField, validateField } from './config-schema.js';
-import { DEFAULT_MAX_DELAY_MS, DEFAULT_MIN_DELAY_MS } from '../../engine/turn/end-of-turn.js';
+import { DEFAULT_MAX_DELAY_MS, DEFAULT_MIN_DELAY_MS, DEFAULT_TRIGGER_S } from '../../engine/turn/end-of-turn.js';
 
 export const SECTIONS = [
   'workflow_prompt',
@@ -105,7 +105,7 @@ export function defaultConfig(): AgentConfig {
     voiceMailDetectionConfig: { enabled: false },
     defaultVariables: {},
     timezone: 'UTC',
-    voiceDetectionConfig: { confidence: 0.5, minVolume: 0, triggerTimeInSecs: 0.25, releaseTimeInSecs: 0.8 },
+    voiceDetectionConfig: { confidence: 0.5, minVolume: 0, triggerTimeInSecs: DEFAULT_TRIGGER_S, releaseTimeInSecs: 0.8 },
     smartTurnConfig: { isEnabled: true, waitTimeInSecs: 0 },
     endpointingConfig: { minDelayMs: DEFAULT_MIN_DELAY_MS, maxDelayMs: DEFAULT_MAX_DELAY_MS },
     postCallAnalyticsConfig: { dispositionMetrics: [] },

@@ -9,8 +9,10 @@ import { lexicalFeatures, type LexicalFeatures } from './lexical.js';
 import { NEUTRAL_PROSODY, type ProsodyFeatures } from './prosody.js';
 
 /** endpointingConfig defaults: the shortest silence before a commit, and the longest wait for an unfinished turn. */
-export const DEFAULT_MIN_DELAY_MS = 400;
+export const DEFAULT_MIN_DELAY_MS = 200;
 export const DEFAULT_MAX_DELAY_MS = 3000;
+/** voiceDetectionConfig.triggerTimeInSecs default: speech over the agent for this long holds its audio (two VAD windows). */
+export const DEFAULT_TRIGGER_S = 0.064;
 
 /** The model's inputs, in order (the weights file names them). */
 export const FEATURE_NAMES = [
@@ -20,7 +22,8 @@ export const FEATURE_NAMES = [
 
 export interface EotWeights {
   features: readonly string[];
-  /** Feature scale: x / scale before the weight (keeps the fit well conditioned). */
+  /** Feature mean and scale: (x - mean) / scale before the weight (the fit's standardisation). */
+  mean: number[];
   scale: number[];
   weights: number[];
   bias: number;
@@ -43,22 +46,38 @@ export interface EotInput {
 export function featureVector(input: EotInput, lex: LexicalFeatures = lexicalFeatures(input.text, input.agentText)): number[] {
   const p = input.prosody ?? NEUTRAL_PROSODY;
   const low = p.voicedFrames < 6 ? 1 : 0;
+  // Prosody is clipped to the range where it is evidence (a pitch tracker's octave error is not a deeper fall).
+  const c = (v: number, lim: number) => (low ? 0 : Math.max(-lim, Math.min(lim, v)));
   return [
     lex.openEnding, lex.weakEnding, lex.trailingMark, lex.questionMark, lex.numberOpen, lex.numberDone, lex.shortAnswer, lex.logWords,
-    low ? 0 : p.f0End, low ? 0 : p.f0Slope, low ? 0 : p.energyEnd, low ? 0 : p.energySlope, low ? 0 : p.finalLengthening, low ? 0 : p.voicedEnd, low,
+    c(p.f0End, 4), c(p.f0Slope, 30), c(p.energyEnd, 15), c(p.energySlope, 100), c(p.finalLengthening, 2), c(p.voicedEnd, 1), low,
   ];
 }
 
 /** Probability that the turn is complete, from a feature vector. */
 export function completenessOf(x: number[], w: EotWeights = DEFAULT_WEIGHTS): number {
+  // Without usable prosody (too little voiced speech) its terms count as average: the words decide.
+  const noProsody = x[FEATURE_NAMES.indexOf('lowVoiced')] === 1;
   let z = w.bias;
-  for (let i = 0; i < x.length; i++) z += ((w.weights[i] ?? 0) * (x[i] as number)) / (w.scale[i] || 1);
+  for (let i = 0; i < x.length; i++) {
+    if (noProsody && i >= FIRST_PROSODY) continue;
+    z += ((w.weights[i] ?? 0) * ((x[i] as number) - (w.mean[i] ?? 0))) / (w.scale[i] || 1);
+  }
   return 1 / (1 + Math.exp(-z));
 }
 
-/** Probability that the turn is complete. */
+const FIRST_PROSODY = FEATURE_NAMES.indexOf('f0End');
+
+/**
+ * Probability that the turn is complete. Words that cannot end a turn (an open ending, a number still being
+ * dictated, Whisper's trailing comma or "...") cap it at half the threshold whatever the prosody says: a falling
+ * pitch on "my name is" is not a finished turn.
+ */
 export function completeness(input: EotInput, w: EotWeights = DEFAULT_WEIGHTS): number {
-  return completenessOf(featureVector(input), w);
+  const lex = lexicalFeatures(input.text, input.agentText);
+  const p = completenessOf(featureVector(input, lex), w);
+  const open = lex.openEnding === 1 || lex.numberOpen >= 1 || lex.trailingMark === 1;
+  return open ? Math.min(p, w.threshold / 2) : p;
 }
 
 export interface EotPolicy {

@@ -1,6 +1,6 @@
 // Turns a stored agent configuration (wire field names) into the engine's AgentSpec; picks a voice we actually have.
 import type { AgentSpec, Vars } from '../../engine/agent/types.js';
-import { DEFAULT_MAX_DELAY_MS, DEFAULT_MIN_DELAY_MS } from '../../engine/turn/end-of-turn.js';
+import { DEFAULT_MAX_DELAY_MS, DEFAULT_MIN_DELAY_MS, DEFAULT_TRIGGER_S } from '../../engine/turn/end-of-turn.js';
 import type { ModelRegistry } from '../../engine/models/registry.js';
 
 const obj = (v: unknown): Record<string, unknown> => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
@@ -49,7 +49,7 @@ export function agentSpec(agentId: string, workflowType: string, config: Record<
     vad: {
       confidence: num(vad.confidence, 0.5),
       minVolume: num(vad.minVolume, 0),
-      triggerTimeInSecs: num(vad.triggerTimeInSecs, 0.25),
+      triggerTimeInSecs: num(vad.triggerTimeInSecs, DEFAULT_TRIGGER_S),
       releaseTimeInSecs: num(vad.releaseTimeInSecs, 0.8),
     },
     endpointing: { minDelayMs, maxDelayMs: Math.max(minDelayMs, num(endpointing.maxDelayMs, DEFAULT_MAX_DELAY_MS)) },

@@ -1,7 +1,7 @@
 // Speech-to-speech wire vocabulary (inference-api.md §10): models and their voices, tool validation, the session's
 // agent settings. The socket itself is transports/ws/s2s.ts.
 import type { AgentSpec, FunctionTool } from '../../engine/agent/types.js';
-import { DEFAULT_MAX_DELAY_MS, DEFAULT_MIN_DELAY_MS } from '../../engine/turn/end-of-turn.js';
+import { DEFAULT_MAX_DELAY_MS, DEFAULT_MIN_DELAY_MS, DEFAULT_TRIGGER_S } from '../../engine/turn/end-of-turn.js';
 
 export const S2S_MODELS = ['hydra-v1.1', 'hydra-v1.0', 'hydra'] as const;
 export type S2sModel = (typeof S2S_MODELS)[number];
@@ -94,7 +94,7 @@ export function s2sSpec(voiceId: string, instructions: string): AgentSpec {
     // The session never opens by itself: generate_initial_response asks for a reply explicitly.
     waitForUserToSpeakFirst: true,
     interruptionBackoffSeconds: 0,
-    vad: { confidence: 0.5, minVolume: 0, triggerTimeInSecs: 0.25, releaseTimeInSecs: 0.8 },
+    vad: { confidence: 0.5, minVolume: 0, triggerTimeInSecs: DEFAULT_TRIGGER_S, releaseTimeInSecs: 0.8 },
     endpointing: { minDelayMs: DEFAULT_MIN_DELAY_MS, maxDelayMs: DEFAULT_MAX_DELAY_MS },
     smartTurn: { enabled: true, waitMs: 0 },
     // 0 disables the engine's idle reprompts; the socket has its own idle close.
