@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ModelRegistry } from '../engine/models/registry.js';
 import { DEFAULT_MIN_DELAY_MS, DEFAULT_WEIGHTS } from '../engine/turn/end-of-turn.js';
+import { lexicalFeatures } from '../engine/turn/lexical.js';
 import { freshStore, startServer } from '../test/support/server.js';
 import { svgPlot, type Series } from './lib/plot.js';
 import { liveCheck } from './lib/turn-live.js';
@@ -82,7 +83,15 @@ async function main(): Promise<void> {
   const wanted = (process.env.BENCH_SETS ?? 'human8,synth').split(',');
   const sets: Set[] = [];
   const human = (rate: number) => all.filter((i) => i.source === 'human' && i.rate === rate);
-  if (wanted.includes('human8')) sets.push({ name: 'human 8k', items: human(8000) });
+  if (wanted.includes('human8')) {
+    sets.push({ name: 'human 8k', items: human(8000) });
+    // The read prompts' hesitations split by the reference words before them: an ending that cannot end a sentence
+    // ("separated by", "to the") or a phrase that could ("please enter your password").
+    const mid = human(8000).filter((i) => i.pauses[0]?.kind === 'mid_clause');
+    const open = (i: TurnItem) => lexicalFeatures((i.pauses[0]?.before ?? '').replace(/\*/g, ' star').replace(/#/g, ' pound')).openEnding === 1;
+    sets.push({ name: 'human 8k, open word', items: mid.filter(open) });
+    sets.push({ name: 'human 8k, whole phrase', items: mid.filter((i) => !open(i)) });
+  }
   if (wanted.includes('human16')) sets.push({ name: 'human 16k', items: human(16000) });
   if (wanted.includes('synth')) sets.push({ name: 'synth eval', items: all.filter((i) => i.source === 'synth' && i.split === 'eval') });
   if (wanted.includes('fit')) sets.push({ name: 'synth fit', items: all.filter((i) => i.source === 'synth' && i.split === 'fit') });
@@ -91,7 +100,10 @@ async function main(): Promise<void> {
   const todo = sets.flatMap((s) => s.items);
   await replayAll(todo, registry, CACHE, (r) => replays.set(r.id, r));
   const calItem = all.find((i) => i.source === 'human' && i.rate === 8000) ?? (all[0] as TurnItem);
-  const cal = await calibrateRecognition(registry, toSessionRate(readItemAudio(calItem), calItem.rate).subarray(0, Math.round((calItem.speechEnd / calItem.rate) * 16000)));
+  // BENCH_REC="a,b" (ms, ms per second) uses a recognition time measured before instead of calibrating now (a busy
+  // machine inflates it).
+  const fixed = process.env.BENCH_REC?.split(',').map(Number);
+  const cal = fixed?.length === 2 ? { a: fixed[0] as number, b: fixed[1] as number, samples: [] as [number, number][] } : await calibrateRecognition(registry, toSessionRate(readItemAudio(calItem), calItem.rate).subarray(0, Math.round((calItem.speechEnd / calItem.rate) * 16000)));
   const recMs = (s: number) => Math.max(0, cal.a + cal.b * s);
   console.log(`recognition time on this machine (one at a time, full window): ${cal.a.toFixed(0)} ms + ${cal.b.toFixed(1)} ms per second of audio (${cal.samples.map(([s, ms]) => `${s} s: ${ms.toFixed(0)} ms`).join(', ')})`);
   await registry.close();
@@ -109,6 +121,16 @@ async function main(): Promise<void> {
     results[set.name] = { before, defaults, vad, smart, minDelay };
     rows.push(row(set.name, before), row(set.name, defaults));
   }
+  const synthEval = sets.find((s) => s.name === 'synth eval');
+  if (synthEval) {
+    const cats = [...new Set(synthEval.items.map((i) => i.pauses[0]?.category ?? i.category ?? 'none'))];
+    const policies = [punctuationPolicy(400, 3000), smartPolicy(threshold, DEFAULT_MIN_DELAY_MS)];
+    const catRows = cats.map((cat) => {
+      const items = synthEval.items.filter((i) => (i.pauses[0]?.category ?? i.category ?? 'none') === cat);
+      return [cat, String(items.length), ...policies.map((p) => pctf(items.filter((it) => simulate(replays.get(it.id) as ItemReplay, p, recMs, it.question).kind === 'cutoff').length / items.length))];
+    });
+    printTable('Synthesized eval set by where the 600 ms hesitation falls: share cut off, before and with the defaults', ['category', 'items', 'before', 'smart turn'], catRows, 1);
+  }
   printTable('Operating points: false cut-offs by where the hesitation was (share of items); end-of-turn delay at true ends (ms; every item), with this machine\'s recognition and (wait) with instant recognition', header, rows, 2);
   for (const set of sets) {
     const r = results[set.name]!;
@@ -118,7 +140,7 @@ async function main(): Promise<void> {
   // The plot: mid-clause false cut-offs against the delay at true ends, one panel's worth of series per set.
   const colors = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd'];
   const series: Series[] = [];
-  sets.forEach((set, k) => {
+  sets.filter((s) => ['human 8k', 'synth eval'].includes(s.name)).forEach((set, k) => {
     const r = results[set.name]!;
     const color = colors[k % colors.length] as string;
     const pt = (s: Summary): [number, number] => [s.decisionP50, 100 * (s.cutoff.mid_clause?.rate ?? NaN)];

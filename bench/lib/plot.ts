@@ -21,7 +21,7 @@ export interface PlotOptions {
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
 
 export function svgPlot(series: Series[], o: PlotOptions): string {
-  const W = o.width ?? 760;
+  const W = o.width ?? 860;
   const H = o.height ?? 480;
   const m = { l: 64, r: 220, t: 40, b: 52 };
   const pw = W - m.l - m.r;
