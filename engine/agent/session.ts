@@ -3,13 +3,17 @@
 //
 // Turn-taking (all audio-clocked, 32 ms VAD windows):
 // - User speech starts after `minSpeechWindows` windows; at the first silent window recognition starts
-//   speculatively on the turn so far. The turn commits once the silence has lasted endpointing.minDelayMs and the
-//   transcript looks finished, or maxDelayMs whatever it says; speech resuming first discards the speculation.
-//   An empty transcript (noise) discards the turn. A committed turn is committed once and answered.
-// - Barge-in (allowInterruptions): user speech lasting vad.triggerTimeInSecs while the agent talks pauses the agent's
-//   audio at once. It becomes an interruption when the speech goes on past `confirmInterruptMs` or recognition finds
-//   words that are not a backchannel: queued audio is dropped, the assistant transcript is cut to what was played and
-//   `interruption` goes out. A backchannel, no words, or no words within `falseInterruptionMs` resumes the agent.
+//   speculatively on the turn so far. Once it has the words, the end-of-turn decision (engine/turn/end-of-turn.ts:
+//   the words, what the agent last asked, the prosody before the pause) sets how much silence to wait: minDelayMs
+//   when the turn is confidently complete, up to maxDelayMs when not; speech resuming first discards the
+//   speculation. An empty transcript (noise, or only Whisper's annotations) discards the turn. A committed turn is
+//   committed once and answered.
+// - Barge-in (allowInterruptions): speech over the agent lasting vad.triggerTimeInSecs (two windows by default, on
+//   the first evidence of speech, before the turn is confirmed) holds the agent's audio at once (`agent_audio_paused`:
+//   a phone leg stops sending what it queued). It becomes an interruption when the speech goes on past
+//   `confirmInterruptMs` or recognition finds words that are not a backchannel: queued audio is dropped, the
+//   assistant transcript is cut to what was played and `interruption` goes out. A backchannel, no words, a sound that
+//   fades before it is speech, or no words within `falseInterruptionMs` resumes the agent (`agent_audio_resumed`).
 // - Idle: after the agent's turn, user silence for the idle timeout gets a reprompt, up to maxRetries, then the call
 //   ends with reason `idle_timeout`. sessionTimeoutSeconds ends it with `session_timeout`.
 // - Transfer: once the words before a transfer have played (or the caller has talked over them), the host
