@@ -3,19 +3,12 @@
 // One generator per kind; each returns mono float samples at the rate asked for, starting at the sound's first sample.
 // Backchannels ("mm-hmm", "okay") are speech: bench/lib/caller-clips.ts synthesises them.
 
+import { prng } from '../../test/support/sip-fuzz.js';
+
 export type Rng = () => number;
 
-/** A seeded uniform generator in [0, 1) (mulberry32). */
-export function mulberry32(seed: number): Rng {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded uniform generator in [0, 1) (mulberry32; the SIP fuzzer's). */
+export const mulberry32: (seed: number) => Rng = prng;
 
 /** A 32-bit seed from any parts (FNV-1a over their text): the same parts give the same sound or delay on both sides. */
 export function seedOf(...parts: (string | number)[]): number {

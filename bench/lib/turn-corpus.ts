@@ -9,6 +9,7 @@ import { concatSamples } from '../../engine/audio/types.js';
 import { readWav, writeWav } from '../../engine/audio/wav.js';
 import { WhisperRecognizer } from '../../engine/models/whisper/index.js';
 import { listAsteriskPrompts, readWavPcm16 } from './asterisk-corpus.js';
+import { mulberry32, seedOf } from './false-barge-sounds.js';
 import { normalizeWords } from './wer.js';
 
 export type PauseKind = 'mid_clause' | 'clause_end' | 'sentence_end';
@@ -263,22 +264,8 @@ async function buildHuman(dir: string, pauseMs: number, stats: Record<string, nu
 
 // ---- synthesized set
 
-/** mulberry32, seeded from a string. */
-function prng(seed: string): () => number {
-  let a = fnv1a(seed);
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function fnv1a(s: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193) >>> 0;
-  return h;
-}
+/** The barge-in bench's seeded generator, seeded from a string. */
+const prng = (seed: string) => mulberry32(seedOf(seed));
 
 const DIGITS = ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine'];
 const FILLS: Record<string, string[]> = {
@@ -441,7 +428,7 @@ function buildSynth(dir: string, pauseMs: number, stats: Record<string, number>)
   const counters = new Map<string, number>();
   const scripts = synthScripts();
   // 70% of the distinct texts (ordered by hash) are 'fit', so a sentence is never in both splits.
-  const texts = [...new Set(scripts.map(fullText))].sort((p, q) => fnv1a(p) - fnv1a(q) || p.localeCompare(q));
+  const texts = [...new Set(scripts.map(fullText))].sort((p, q) => seedOf(p) - seedOf(q) || p.localeCompare(q));
   const fit = new Set(texts.slice(0, Math.round(0.7 * texts.length)));
   for (const s of scripts) {
     const pieces = renderPieces(s, pauseMs, tmp, stats);

@@ -62,14 +62,19 @@ export function expectation(agentText: string | undefined): Expectation {
   return 'open';
 }
 
+/** Index of the first word of a trailing dictated number (digits and number words); ws.length when there is none. */
+function numberStart(ws: string[]): number {
+  let i = ws.length;
+  while (i > 0 && (/^\d+$/.test(ws[i - 1] as string) || NUMBER_WORDS.has(ws[i - 1] as string))) i--;
+  return i;
+}
+
 /** Digit count of a trailing dictated number (digits and number words at the end), 0 when the text does not end in one. */
 export function trailingDigits(ws: string[]): number {
   let n = 0;
-  for (let i = ws.length - 1; i >= 0; i--) {
-    const w = ws[i] as string;
+  for (const w of ws.slice(numberStart(ws))) {
     if (/^\d+$/.test(w)) n += w.length;
-    else if (NUMBER_WORDS.has(w)) n += w === 'double' || w === 'triple' || w === 'dash' || w === 'hundred' || w === 'thousand' ? 0 : 1;
-    else break;
+    else if (!['double', 'triple', 'dash', 'hundred', 'thousand'].includes(w)) n += 1;
   }
   return n;
 }
@@ -136,7 +141,7 @@ export function lexicalFeatures(text: string, agentText?: string): LexicalFeatur
       if (digits >= 3) f.numberOpen = digits <= 4 ? 0.5 : 0.25;
       else f.numberDone = 1;
       if (f.numberOpen) f.reason ||= 'number';
-    } else if (digits >= 3 && /\b(is|number|code|account|id)$/.test(ws.slice(0, ws.length - digitsWords(ws)).slice(-1)[0] ?? '')) {
+    } else if (digits >= 3 && /\b(is|number|code|account|id)$/.test(ws[numberStart(ws) - 1] ?? '')) {
       f.numberOpen = 0.5;
       f.reason ||= 'number';
     }
@@ -150,9 +155,3 @@ export function lexicalFeatures(text: string, agentText?: string): LexicalFeatur
   return f;
 }
 
-/** How many words at the end make up the trailing number. */
-function digitsWords(ws: string[]): number {
-  let n = 0;
-  for (let i = ws.length - 1; i >= 0 && (/^\d+$/.test(ws[i] as string) || NUMBER_WORDS.has(ws[i] as string)); i--) n++;
-  return n;
-}

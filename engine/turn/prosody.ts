@@ -46,16 +46,6 @@ export class ProsodyTracker {
   private readonly buf8 = new Float32Array(N8);
   private readonly diff = new Float32Array(MAX_LAG + 1);
 
-  /** Absolute frame index of window `w`'s first frame. */
-  static frameOf(window: number): number {
-    return window * FRAMES_PER_WIN;
-  }
-
-  /** Frames pushed so far. */
-  get frameCount(): number {
-    return this.frames;
-  }
-
   /** Analyses the next VAD window (512 samples at 16 kHz). */
   push(window: Float32Array): void {
     for (let h = 0; h < FRAMES_PER_WIN; h++) {
@@ -114,8 +104,8 @@ export class ProsodyTracker {
 
   /** Features of the speech in windows [fromWindow, toWindow) (toWindow: the pause's first silent window). */
   features(fromWindow: number, toWindow: number): ProsodyFeatures {
-    const lo = Math.max(ProsodyTracker.frameOf(fromWindow), this.frames - CAPACITY + 1, 0);
-    const hi = Math.min(ProsodyTracker.frameOf(toWindow), this.frames);
+    const lo = Math.max(fromWindow * FRAMES_PER_WIN, this.frames - CAPACITY + 1, 0);
+    const hi = Math.min(toWindow * FRAMES_PER_WIN, this.frames);
     const semis: number[] = [];
     const dbs: number[] = [];
     const runs: number[] = [];
@@ -206,6 +196,3 @@ function slope(x: number[], y: number[]): number {
 }
 
 const clamp = (v: number, lo: number, hi: number) => Math.max(lo, Math.min(hi, v));
-
-export const PROSODY_SAMPLE_RATE = SR;
-export const PROSODY_WINDOW = WIN;
