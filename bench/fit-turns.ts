@@ -1,9 +1,10 @@
 // Fits the end-of-turn model (engine/turn/end-of-turn.ts) on speech synthesized here only: the turn corpus's `fit`
-// split (espeak-ng voices, pauses placed at word boundaries). Human recordings are never read. Each pause the session
-// would see is a sample: the true end of a turn is complete (1); a hesitation or natural pause before it that is not
-// at a sentence end is incomplete (0). Logistic regression (L2, standardized features, gradient descent); then the
-// threshold is the highest one whose simulated wait at true ends stays within BENCH_FIT_WAIT_P50 (default 260 ms) in
-// the median on the fit split: the fewest cut-offs within the latency budget. Writes engine/turn/eot-weights.ts.
+// split (espeak-ng and Flite voices, pauses placed at word boundaries). Human recordings are never read. Each pause
+// the session would see is a sample: the true end of a turn is complete (1); a hesitation or natural pause before it
+// that is not at a sentence end is incomplete (0). Logistic regression (L2, standardized features, gradient descent);
+// then the threshold is the highest one whose simulated wait at true ends stays within BENCH_FIT_WAIT_P50 (default
+// 260 ms) in the median on the fit split: the fewest cut-offs within the latency budget. Writes
+// engine/turn/eot-weights.ts.
 //
 //   npx tsx bench/fit-turns.ts
 import fs from 'node:fs';

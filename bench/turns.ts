@@ -3,18 +3,19 @@
 // defaults, and barge-in (time to stop, false barge-ins) on web and phone calls.
 //
 // Corpus (bench/lib/turn-corpus.ts): human recordings (Asterisk prompts, one speaker, a natural inner pause stretched
-// to 600 ms; evaluation only) and espeak-ng speech with a 600 ms pause at a word boundary (its `fit` split is what
-// bench/fit-turns.ts fits on; the `eval` split and the human set are only evaluated). Each item is replayed once
+// to 600 ms; evaluation only) and espeak-ng and Flite speech with a 600 ms pause at a word boundary (its `fit` split
+// is what bench/fit-turns.ts fits on; the `eval` split and the human set are only evaluated). Each item is replayed once
 // through the session's own input path (bench/lib/turn-replay.ts, cached), then every policy is simulated on the
 // audio clock with this machine's recognition time (bench/lib/turn-policies.ts).
 //
 // Env: BENCH_BARGE=0 skips barge-in (BENCH_BARGE_TRIALS, BENCH_BARGE_FALSE per kind); BENCH_SETS (default
-// human8,synth; also human16 and fit); BENCH_MAX_TURN_S (15); BENCH_LIVE=N streams N items to a real server too.
+// human8,synth; also human16 and fit); BENCH_MAX_TURN_S (15); BENCH_LIVE=N streams N items to a real server too;
+// BENCH_WEIGHTS=file.json evaluates other end-of-turn weights (an EotWeights object) in place of the shipped ones.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ModelRegistry } from '../engine/models/registry.js';
-import { DEFAULT_MIN_DELAY_MS, DEFAULT_WEIGHTS } from '../engine/turn/end-of-turn.js';
+import { DEFAULT_MIN_DELAY_MS, DEFAULT_WEIGHTS, type EotWeights } from '../engine/turn/end-of-turn.js';
 import { lexicalFeatures } from '../engine/turn/lexical.js';
 import { freshStore, startServer } from '../test/support/server.js';
 import { svgPlot, type Series } from './lib/plot.js';
@@ -29,6 +30,7 @@ const CACHE = path.join(ROOT, 'bench/.cache/turn-replay');
 const VAD_DELAYS = [200, 300, 400, 500, 600, 700, 800, 1000, 1200, 1500, 2000, 2500];
 const MAX_TURN_S = Number(process.env.BENCH_MAX_TURN_S ?? 15);
 const MIN_DELAYS = [100, 150, 200, 250, 300, 400];
+const WEIGHTS: EotWeights = process.env.BENCH_WEIGHTS ? (JSON.parse(fs.readFileSync(process.env.BENCH_WEIGHTS, 'utf8')) as EotWeights) : DEFAULT_WEIGHTS;
 const THRESHOLDS = [0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95];
 
 interface Set {
@@ -93,7 +95,11 @@ async function main(): Promise<void> {
     sets.push({ name: 'human 8k, whole phrase', items: mid.filter((i) => !open(i)) });
   }
   if (wanted.includes('human16')) sets.push({ name: 'human 16k', items: human(16000) });
-  if (wanted.includes('synth')) sets.push({ name: 'synth eval', items: all.filter((i) => i.source === 'synth' && i.split === 'eval') });
+  if (wanted.includes('synth')) {
+    const synth = all.filter((i) => i.source === 'synth' && i.split === 'eval');
+    sets.push({ name: 'synth eval', items: synth });
+    for (const engine of ['espeak', 'flite']) sets.push({ name: `synth eval, ${engine}`, items: synth.filter((i) => i.voice.startsWith(`${engine}:`)) });
+  }
   if (wanted.includes('fit')) sets.push({ name: 'synth fit', items: all.filter((i) => i.source === 'synth' && i.split === 'fit') });
   const registry = new ModelRegistry({ cacheDir: path.join(os.tmpdir(), 'parley-models'), concurrency: 2, maxWaiting: 64, synthesisWorkers: 1 });
   const replays = new Map<string, ItemReplay>();
@@ -111,20 +117,20 @@ async function main(): Promise<void> {
   const header = ['set', 'policy', 'setting', 'items', 'mid-clause', 'clause end', 'sentence end', 'no pause', 'delay p50', 'p90', 'wait p50', 'never'];
   const rows: string[][] = [];
   const results: Record<string, { before: Summary; defaults: Summary; vad: Summary[]; smart: Summary[]; minDelay: Summary[] }> = {};
-  const threshold = DEFAULT_WEIGHTS.threshold;
+  const threshold = WEIGHTS.threshold;
   for (const set of sets) {
     const before = run(punctuationPolicy(400, 3000), replays, set.items, recMs);
-    const defaults = run({ ...smartPolicy(threshold, DEFAULT_MIN_DELAY_MS), name: 'smart turn (defaults)' }, replays, set.items, recMs);
+    const defaults = run({ ...smartPolicy(threshold, DEFAULT_MIN_DELAY_MS, 3000, WEIGHTS), name: 'smart turn (defaults)' }, replays, set.items, recMs);
     const vad = VAD_DELAYS.map((d) => run(vadPolicy(d), replays, set.items, recMs));
-    const smart = THRESHOLDS.map((t) => run(smartPolicy(t, DEFAULT_MIN_DELAY_MS), replays, set.items, recMs));
-    const minDelay = MIN_DELAYS.map((m) => run({ ...smartPolicy(threshold, m), name: 'smart, minDelayMs', setting: m }, replays, set.items, recMs));
+    const smart = THRESHOLDS.map((t) => run(smartPolicy(t, DEFAULT_MIN_DELAY_MS, 3000, WEIGHTS), replays, set.items, recMs));
+    const minDelay = MIN_DELAYS.map((m) => run({ ...smartPolicy(threshold, m, 3000, WEIGHTS), name: 'smart, minDelayMs', setting: m }, replays, set.items, recMs));
     results[set.name] = { before, defaults, vad, smart, minDelay };
     rows.push(row(set.name, before), row(set.name, defaults));
   }
   const synthEval = sets.find((s) => s.name === 'synth eval');
   if (synthEval) {
     const cats = [...new Set(synthEval.items.map((i) => i.pauses[0]?.category ?? i.category ?? 'none'))];
-    const policies = [punctuationPolicy(400, 3000), smartPolicy(threshold, DEFAULT_MIN_DELAY_MS)];
+    const policies = [punctuationPolicy(400, 3000), smartPolicy(threshold, DEFAULT_MIN_DELAY_MS, 3000, WEIGHTS)];
     const catRows = cats.map((cat) => {
       const items = synthEval.items.filter((i) => (i.pauses[0]?.category ?? i.category ?? 'none') === cat);
       return [cat, String(items.length), ...policies.map((p) => pctf(items.filter((it) => simulate(replays.get(it.id) as ItemReplay, p, recMs, it.question).kind === 'cutoff').length / items.length))];
@@ -161,7 +167,7 @@ async function main(): Promise<void> {
     barge = await runBargeInBench();
   }
   const out = resultPath(`turns-${new Date().toISOString().replace(/[:.]/g, '-')}`);
-  fs.writeFileSync(out, JSON.stringify({ recognition: cal, threshold, minDelayMs: DEFAULT_MIN_DELAY_MS, weights: DEFAULT_WEIGHTS.fittedOn, results, live, barge }, null, 2));
+  fs.writeFileSync(out, JSON.stringify({ recognition: cal, threshold, minDelayMs: DEFAULT_MIN_DELAY_MS, weights: WEIGHTS.fittedOn, results, live, barge }, null, 2));
   console.log(`\nplot: ${plotFile}\nresults: ${out}\n(${((performance.now() - t0) / 1000).toFixed(0)} s)`);
 }
 

@@ -71,6 +71,22 @@ describe('flite synthesis', () => {
     expect(slow.samples.length).toBeGreaterThan(normal.samples.length * 1.5);
   });
 
+  it('gives each phone its end time, matching the audio: silence where it says pau', async () => {
+    const { audio, segments } = await inline.synthesizeWithSegments('I want to cancel my order. It has not shipped yet.', { voice: 'kal16' });
+    const plain = await inline.synthesize('I want to cancel my order. It has not shipped yet.', { voice: 'kal16' });
+    expect(audio.samples).toEqual(plain.samples);
+    expect(segments.length).toBeGreaterThan(30);
+    for (let i = 1; i < segments.length; i++) expect(segments[i]!.end).toBeGreaterThan(segments[i - 1]!.end);
+    // The pause between the two sentences is quiet, the phones on either side are not.
+    const inner = segments.findIndex((s, i) => s.phone === 'pau' && i > 0 && i < segments.length - 1);
+    expect(inner).toBeGreaterThan(0);
+    const level = (from: number, to: number) => rms(audio.samples.subarray(Math.round(from * audio.sampleRate), Math.round(to * audio.sampleRate)));
+    const [before, pau] = [segments[inner - 1]!, segments[inner]!];
+    expect(level(before.end + 0.03, pau.end - 0.03)).toBeLessThan(0.003);
+    expect(level(segments[inner - 2]!.end, before.end)).toBeGreaterThan(0.01);
+    expect(Math.abs(segments.at(-2)!.end - audio.samples.length / audio.sampleRate)).toBeLessThan(0.25);
+  });
+
   it('runs inline and in workers with the same result', async () => {
     const a = await inline.synthesize('Inline and pooled agree.', { voice: 'kal' });
     const b = await pooled.synthesize('Inline and pooled agree.', { voice: 'kal' });

@@ -8,7 +8,7 @@ import { ProsodyTracker } from '../engine/turn/prosody.js';
 const SR = 16000;
 const CFG: TurnConfig = { smartTurn: true, smartWaitMs: 0, minDelayMs: 200, maxDelayMs: 3000 };
 /** Prosody of a phrase end: the pitch falls to the bottom of the voice and the energy fades. */
-const FALL = { f0End: -4, f0Slope: -15, energyEnd: -8, energySlope: -40, finalLengthening: 0.3, voicedEnd: 0.4, voicedFrames: 60 };
+const FALL = { f0End: -4, f0Slope: -15, energyEnd: -8, energySlope: -40, finalLengthening: 0.3, voicedEnd: 0.4, f0Floor: 0.2, f0Range: 7, voicedFrames: 60 };
 
 describe('lexical evidence', () => {
   it('ignores the final period and finds endings that cannot end a turn', () => {

@@ -18,7 +18,7 @@ export const WIN_MS = (WIN * 1000) / SR;
 /** As the session (engine/agent/session.ts): 300 ms pre-roll, thresholds 0.5 / 0.35, 96 ms of speech to start. */
 const PRE_ROLL = Math.round(0.3 * SR);
 const TRACKER = { startThreshold: 0.5, endThreshold: 0.35, minSpeechWindows: 3, minVolume: 0 };
-const VERSION = 'replay-v1';
+const VERSION = 'replay-v2';
 /** Pauses shorter than this are not transcribed (no policy in the benches waits less than 200 ms). */
 const MIN_USEFUL_PAUSE_MS = 150;
 

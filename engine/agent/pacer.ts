@@ -4,6 +4,7 @@
 // `leadMs` ahead of what the listener has played (playback is assumed to start when the first frame is sent and to
 // run in real time; pauses stop the clock). It knows which text each stretch of audio speaks, so it can tell what
 // the listener actually heard.
+import { realClock, type Clock, type ClockTimer } from '../ports.js';
 
 export interface PacedSegment {
   text: string;
@@ -19,6 +20,8 @@ export interface PacerOptions {
   send(frame: Float32Array): void;
   /** Called once each time the queue runs empty after `finish()` (everything of the turn has been sent). */
   onDrained?(): void;
+  /** Its time and timers; `now` alone replaces just the time. */
+  clock?: Clock;
   now?: () => number;
 }
 
@@ -26,6 +29,7 @@ export class OutputPacer {
   private readonly rate: number;
   private readonly frame: number;
   private readonly lead: number;
+  private readonly clock: Clock;
   private readonly now: () => number;
   private queue: Float32Array[] = [];
   /** Samples queued and not yet sent; read position inside queue[0]. */
@@ -38,7 +42,7 @@ export class OutputPacer {
   private running = false;
   private paused = false;
   private finished = false;
-  private timer: NodeJS.Timeout | null = null;
+  private timer: ClockTimer | null = null;
   private segments: { text: string; from: number; to: number }[] = [];
   private total = 0;
 
@@ -49,7 +53,8 @@ export class OutputPacer {
     this.rate = opts.sampleRate;
     this.frame = Math.max(1, Math.round((opts.sampleRate * (opts.frameMs ?? 20)) / 1000));
     this.lead = Math.round((opts.sampleRate * (opts.leadMs ?? 80)) / 1000);
-    this.now = opts.now ?? (() => performance.now());
+    this.clock = opts.clock ?? realClock;
+    this.now = opts.now ?? (() => this.clock.now());
   }
 
   /** Samples handed to `send` since the last reset. */
@@ -186,7 +191,7 @@ export class OutputPacer {
   }
 
   private stopTimer(): void {
-    if (this.timer) clearTimeout(this.timer);
+    if (this.timer) this.clock.clearTimeout(this.timer);
     this.timer = null;
   }
 
@@ -203,7 +208,7 @@ export class OutputPacer {
     }
     if (this.pendingSamples > 0) {
       const aheadMs = ((this.sent - allowed + this.frame) * 1000) / this.rate;
-      this.timer = setTimeout(this.tick, Math.max(1, Math.min(20, aheadMs)));
+      this.timer = this.clock.setTimeout(this.tick, Math.max(1, Math.min(20, aheadMs)));
       return;
     }
     if (this.finished && this.total > 0) {

@@ -1,7 +1,7 @@
 // The agent's voice for one turn: reply text in, phrases synthesised in order (one of look-ahead), paced audio out.
-import type { ModelRegistry } from '../models/registry.js';
 import { PhraseChunker } from '../tts/chunker.js';
 import { OutputStream } from '../tts/output.js';
+import { realClock, type Clock, type Synthesizer } from '../ports.js';
 import type { OutputPacer } from './pacer.js';
 
 /** Phrases synthesised ahead of the one being delivered. */
@@ -12,9 +12,10 @@ export interface SpeakerOptions {
   speed: number;
   /** Synthesis failed for a phrase (the phrase is skipped, the turn goes on). */
   onError(err: unknown): void;
+  clock?: Clock;
 }
 
-/** Timings of the first phrase (performance.now() ms), for the turn's metrics. */
+/** Timings of the first phrase (clock ms), for the turn's metrics. */
 export interface SpeakerTimings {
   firstPhraseAt?: number;
   firstSynthStart?: number;
@@ -34,13 +35,15 @@ export class TurnSpeaker {
   /** Everything of the turn synthesised and handed to the pacer. */
   private endP: Promise<void> | null = null;
   private resolveEnd: (() => void) | null = null;
+  private readonly clock: Clock;
 
   constructor(
-    private readonly registry: ModelRegistry,
+    private readonly synthesizer: Synthesizer,
     private readonly pacer: OutputPacer,
     private readonly opts: SpeakerOptions,
   ) {
     this.out = new OutputStream(pacer.sampleRate);
+    this.clock = opts.clock ?? realClock;
   }
 
   pushText(text: string): void {
@@ -84,7 +87,7 @@ export class TurnSpeaker {
   }
 
   private say(phrase: string): void {
-    if (this.timings.firstPhraseAt === undefined) this.timings.firstPhraseAt = performance.now();
+    if (this.timings.firstPhraseAt === undefined) this.timings.firstPhraseAt = this.clock.now();
     this.waiting.push(phrase);
     this.pump();
   }
@@ -95,12 +98,12 @@ export class TurnSpeaker {
       const phrase = this.waiting.shift() as string;
       const t = this.timings;
       const first = t.firstSynthStart === undefined;
-      const started = performance.now();
+      const started = this.clock.now();
       if (first) t.firstSynthStart = started;
       this.inFlight++;
       // The first phrase is what the caller waits for: it goes before other synthesis in the queue.
-      const audio = this.registry.synthesize(this.opts.voiceId, phrase, this.opts.speed, { first, signal: this.abort.signal }).finally(() => {
-        if (first) t.firstSynthDone = performance.now();
+      const audio = this.synthesizer.synthesize(this.opts.voiceId, phrase, this.opts.speed, { first, signal: this.abort.signal }).finally(() => {
+        if (first) t.firstSynthDone = this.clock.now();
       });
       audio.catch(() => undefined);
       this.chain = this.chain.then(async () => {

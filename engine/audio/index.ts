@@ -13,3 +13,5 @@ export { readWav, writeWav, type WavSampleFormat } from './wav.js';
 export { decodeOggOpus, decodeOpusPackets, OggOpusDecoder, OpusPacketDecoder, OPUS_RATE, parseOpusHead, type OpusHead } from './opus.js';
 export { OggDemuxer, oggCrc, type OggPacket } from './ogg.js';
 export { decodeAudio, WIRE_ENCODINGS, type DecodeHint, type DecodedAudio, type WireEncoding } from './decode.js';
+export { StreamInput } from './stream-decoder.js';
+export { SampleBuffer } from './sample-buffer.js';

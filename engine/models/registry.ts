@@ -2,6 +2,7 @@
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { MonoAudio } from '../audio/types.js';
+import type { Synthesizer } from '../ports.js';
 import { DEFAULT_FLITE_VOICE, FLITE_VOICES, FliteSynthesizer } from './flite.js';
 import { PiperVoice } from './piper.js';
 import { SileroVadModel } from './silero.js';
@@ -71,7 +72,7 @@ export interface RegistryOptions {
 
 export class UnknownVoiceError extends Error {}
 
-export class ModelRegistry {
+export class ModelRegistry implements Synthesizer {
   /** The default voice (Flite's default, slt): listed first in the catalog and marked there. */
   readonly defaultVoiceId: string = DEFAULT_FLITE_VOICE;
   readonly queue: InferenceQueue;

@@ -8,6 +8,7 @@
 // One InferenceSession is shared by the process; each stream (SileroVad) keeps its own state and context.
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import type { VoiceActivity } from '../ports.js';
 import { createCpuSession, ort } from './onnx.js';
 
 export const VAD_SAMPLE_RATE = 16000;
@@ -63,7 +64,7 @@ export function loadSileroVad(): Promise<SileroVadModel> {
  * window. Remainders are buffered until the next call. Calls are serialised internally, so concurrent
  * `process` calls on one stream return probabilities in feeding order.
  */
-export class SileroVad {
+export class SileroVad implements VoiceActivity {
   private state = new Float32Array(STATE_SIZE);
   private readonly input = new Float32Array(VAD_CONTEXT_SAMPLES + VAD_WINDOW_SAMPLES);
   private pending = new Float32Array(VAD_WINDOW_SAMPLES);

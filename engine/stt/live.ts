@@ -1,9 +1,9 @@
 // Live (streaming) recognition session, transport neutral: raw wire audio in; VAD-segmented utterances to Whisper;
 // interim and final transcripts, and optional speech_started / speech_ended events, out (inference-api.md section 8).
 //
-// Pipeline, strictly in order on one promise chain: bytes -> decoder (SampleDecoder, OpusPacketDecoder or
-// OggOpusDecoder) -> Resampler (to 16 kHz) -> audio buffer + Silero VAD (one probability per 512-sample window, on
-// this thread) -> VadSegmenter (start / end events) -> utterances -> Whisper through registry.queue (worker threads).
+// Pipeline, strictly in order on one promise chain: bytes -> the caller's-turn recognizer the agents use too
+// (engine/turn/user-turn.ts: decoder and resampler to 16 kHz, Silero VAD per 512-sample window on this thread, speech
+// tracking, speculation, the end-of-turn decision) -> utterances -> Whisper through registry.queue (worker threads).
 //
 // Utterances: opened by a VAD start (padded with a short pre-roll), closed by a VAD end (silence >= eouSilenceMs), a
 // client finalize, close, or when they reach maxUtteranceSeconds (cut at the quietest window of their second half).
@@ -13,8 +13,8 @@
 // resuming discards the speculation.
 // Adaptive end of utterance (when the client sets no eou_timeout_ms): once eouEarlyMs of silence has passed and the
 // speculative final is ready, the agents' end-of-turn decision (engine/turn/end-of-turn.ts: the words, not Whisper's
-// period, and the prosody before the pause) may end the utterance then, without waiting for the rest of eouSilenceMs;
-// an utterance it judges unfinished waits the full silence.
+// period, and the prosody before the pause; bounded by eouEarlyMs and eouSilenceMs) may end the utterance then,
+// without waiting for the rest of eouSilenceMs; an utterance it judges unfinished waits the full silence.
 // Interims: every interimIntervalMs of new utterance audio while speech continues, Whisper runs on the utterance so
 // far. They are the lowest priority and never pile up: skipped while any transcription of this session is running,
 // while the inference queue has any job running or waiting (a free worker stays for finals), and for as long after
@@ -22,140 +22,26 @@
 // Finals are emitted in utterance order, exactly once each; an empty final (noise) is dropped unless it answers a
 // finalize or close; a full queue delays a final (retries for up to 10 s) rather than dropping it. Audio outside
 // utterances is kept only for ~1 s (pre-roll plus VAD confirmation time); unprocessed input is capped (backlog).
-import { SampleDecoder, isEncoding } from '../audio/codecs.js';
-import { WIRE_ENCODINGS, type WireEncoding } from '../audio/decode.js';
+import { WIRE_ENCODINGS } from '../audio/decode.js';
 import { AudioFormatError } from '../audio/errors.js';
-import { OggOpusDecoder, OpusPacketDecoder, OPUS_RATE } from '../audio/opus.js';
-import { Resampler } from '../audio/resample.js';
-import { QueueFullError, type InferenceKind } from '../models/queue.js';
+import { QueueFullError } from '../models/queue.js';
 import type { ModelRegistry } from '../models/registry.js';
-import { VAD_SAMPLE_RATE, VAD_WINDOW_SAMPLES, VadSegmenter, type SileroVad, type VadEvent } from '../models/silero.js';
+import { VAD_WINDOW_SECONDS } from '../models/silero.js';
+import { loadTurnModels } from '../models/turn-models.js';
 import { WHISPER_MAX_SAMPLES } from '../models/whisper/index.js';
-import { decide } from '../turn/end-of-turn.js';
-import { ProsodyTracker } from '../turn/prosody.js';
+import type { TurnConfig } from '../turn/end-of-turn.js';
+import type { SpeechSignal } from '../turn/speech-tracker.js';
+import { SR, UserTurnRecognizer, WIN, WIN_MS, type HeardTurn } from '../turn/user-turn.js';
+import { isLiveEncoding, type LiveEvent, type LiveStats, type LiveTranscriberOptions } from './live-options.js';
 
-/** Encodings a live session decodes: linear16, linear32, mulaw, alaw, opus (one packet per push), ogg_opus. */
-export const LIVE_ENCODINGS: readonly WireEncoding[] = WIRE_ENCODINGS;
+export { LIVE_ENCODINGS, isLiveEncoding, type LiveEvent, type LiveStats, type LiveTranscriberOptions } from './live-options.js';
 
-export function isLiveEncoding(x: unknown): x is WireEncoding {
-  return typeof x === 'string' && (WIRE_ENCODINGS as readonly string[]).includes(x);
-}
-
-/** Bytes in, mono samples at `rate` out. */
-interface StreamDecoder {
-  readonly rate: number;
-  push(bytes: Uint8Array): Float32Array;
-  /** End of input; may throw for a stream that never became valid. */
-  end(): void;
-}
-
-/**
- * The streaming decoder of an encoding. Raw codecs run at `sampleRate` and take chunks split anywhere; `opus` takes
- * exactly one Opus packet per push (one WebSocket message); `ogg_opus` takes an Ogg Opus byte stream split anywhere.
- * Opus always decodes at 48 kHz, whatever `sampleRate` says.
- */
-function createDecoder(encoding: WireEncoding, sampleRate: number): StreamDecoder {
-  if (encoding === 'opus') {
-    const d = new OpusPacketDecoder();
-    return { rate: OPUS_RATE, push: (b) => d.decode(b), end: () => undefined };
-  }
-  if (encoding === 'ogg_opus') {
-    const d = new OggOpusDecoder();
-    let any = false;
-    return {
-      rate: OPUS_RATE,
-      push: (b) => {
-        any ||= b.length > 0;
-        return d.push(b);
-      },
-      end: () => {
-        if (any) d.end();
-      },
-    };
-  }
-  if (!isEncoding(encoding)) throw new AudioFormatError(`unknown encoding "${String(encoding)}"`, String(encoding));
-  const d = new SampleDecoder(encoding);
-  return { rate: sampleRate, push: (b) => d.push(b), end: () => void d.end() };
-}
-
-export type LiveEvent =
-  | {
-      type: 'transcript';
-      transcript: string;
-      isFinal: boolean;
-      /** Finals only: the final answering close(). */
-      isLast?: boolean;
-      /** Finals only: the final answering finalize(). */
-      fromFinalize?: boolean;
-      /** Seconds since the first audio. */
-      start: number;
-      end: number;
-    }
-  | { type: 'speech_started'; timestamp: number }
-  | { type: 'speech_ended'; timestamp: number }
-  | { type: 'error'; message: string };
-
-export interface LiveTranscriberOptions {
-  /** Rate of the incoming audio (any positive integer rate; resampled to 16 kHz). */
-  sampleRate: number;
-  /** linear16 | linear32 | mulaw | alaw | opus | ogg_opus (anything else: the constructor throws AudioFormatError). */
-  encoding: string;
-  /** Emit speech_started / speech_ended. */
-  vadEvents: boolean;
-  /** New speech audio between interims, ms. Default 700; 0 disables interims. */
-  interimIntervalMs?: number;
-  /**
-   * Silence that ends an utterance, ms. Default 300: with the speculative final started 32 ms into the silence, the
-   * final is ready when the silence ends (bench/stt-api.ts: end of audio to final p50 272 ms at 300 vs 520 at 600,
-   * same WER; 200 split sentences and cost 2 WER points without being faster).
-   */
-  eouSilenceMs?: number;
-  /**
-   * Adaptive end of utterance, used only when eouSilenceMs is not given: after this much trailing silence an
-   * utterance whose speculative final reads as a finished sentence ends as soon as that final is ready. Default 150;
-   * 0 disables.
-   */
-  eouEarlyMs?: number;
-  /** Longer utterances are finalised at their quietest point before this length. Default 28 (at most 29). */
-  maxUtteranceSeconds?: number;
-  /** Audio kept before the VAD onset, ms. Default 300. */
-  preRollMs?: number;
-  /**
-   * Trailing silence given to Whisper after speech, ms; also how long after the silence began the speculative final
-   * starts. Default 32 (32, 100 and 200 gave the same WER on 36 Asterisk prompts, and 32 vs 100 the same on 80:
-   * Silero's own hangover suffices).
-   */
-  tailMs?: number;
-  /** VAD probability that starts speech (default 0.5) and below which silence counts (default 0.35). */
-  startThreshold?: number;
-  endThreshold?: number;
-  /** Speech needed before speech_started, ms. Default 96 (three VAD windows: a short word such as "three" counts). */
-  minSpeechMs?: number;
-  /** Audio received but not yet processed beyond which the session fails (the client outruns the CPU). Default 60 s. */
-  maxBacklogSeconds?: number;
-}
-
-const SR = VAD_SAMPLE_RATE;
-const WIN = VAD_WINDOW_SAMPLES;
 const SPEECH_PAD_MS = 30;
-/** Final retries when the inference queue is full, before the session fails. */
-const FINAL_RETRY_MS = 10_000;
+/** speech_started / speech_ended times are padded like offline speech segments (silero.ts VadSegmenter), s. */
+const PAD_S = SPEECH_PAD_MS / 1000;
 
-interface Speculation {
-  /** Window index where the trailing silence began. */
-  silence: number;
-  end: number;
-  result: Promise<string>;
-  /** The result, once it is ready. */
-  text?: string;
-  /** Drops the job while it still waits for a slot (speech resumed, a newer speculation, the session ended). */
-  abort: AbortController;
-}
-
-interface Utterance {
+interface Utterance extends HeardTurn {
   id: number;
-  /** Absolute 16 kHz sample index where its audio starts (pre-roll included). */
-  start: number;
   /** Reported start, seconds. */
   t0: number;
   /** Any window at or above the start threshold (a continuation after finalize may have none). */
@@ -163,10 +49,8 @@ interface Utterance {
   /** Sample index when the last interim was started. */
   lastInterim: number;
   lastInterimText: string;
-  /** Probabilities of windows probBase, probBase + 1, ... (for cutting long utterances). */
-  probBase: number;
+  /** Probabilities of windows firstWindow, firstWindow + 1, ... (for cutting long utterances). */
   probs: number[];
-  spec?: Speculation;
 }
 
 interface FinalFlags {
@@ -174,64 +58,15 @@ interface FinalFlags {
   fromFinalize: boolean;
 }
 
-/** Growable mono 16 kHz buffer addressed by absolute sample index; the oldest samples can be dropped. */
-export class SampleBuffer {
-  private data = new Float32Array(4 * SR);
-  private len = 0;
-  /** Absolute index of the oldest kept sample. */
-  start = 0;
-
-  get end(): number {
-    return this.start + this.len;
-  }
-
-  append(x: Float32Array): void {
-    if (this.len + x.length > this.data.length) {
-      const grown = new Float32Array(Math.max(2 * this.data.length, this.len + x.length));
-      grown.set(this.data.subarray(0, this.len));
-      this.data = grown;
-    }
-    this.data.set(x, this.len);
-    this.len += x.length;
-  }
-
-  /** A copy of [from, to), clamped to what is kept. */
-  slice(from: number, to: number): Float32Array {
-    const a = Math.max(0, Math.min(this.len, Math.round(from) - this.start));
-    const b = Math.max(a, Math.min(this.len, Math.round(to) - this.start));
-    return this.data.slice(a, b);
-  }
-
-  dropBefore(index: number): void {
-    const n = Math.min(this.len, Math.floor(index) - this.start);
-    if (n <= 0) return;
-    this.data.copyWithin(0, n, this.len);
-    this.len -= n;
-    this.start += n;
-    // Give back the memory of a long utterance once idle.
-    if (this.data.length > 8 * SR && this.len < this.data.length / 4) this.data = this.data.slice(0, Math.max(4 * SR, 2 * this.len));
-  }
-
-  clear(): void {
-    this.data = new Float32Array(0);
-    this.start += this.len;
-    this.len = 0;
-  }
-}
-
-
 const round3 = (s: number) => Math.round(s * 1000) / 1000;
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+/** Event times at the offline segments' precision (µs) before the wire's ms: the same audio gives the same times. */
+const round6 = (s: number) => Math.round(s * 1e6) / 1e6;
+/** Windows of a duration, counted as for offline segments. */
+const windowsOf = (ms: number) => Math.max(1, Math.round(ms / 1000 / VAD_WINDOW_SECONDS));
 
 export class LiveTranscriber {
-  private readonly decoder: StreamDecoder;
-  private readonly resampler: Resampler;
-  private readonly segmenter: VadSegmenter;
-  private readonly audio = new SampleBuffer();
-  private readonly prosody = new ProsodyTracker();
-  private vad: SileroVad | undefined;
-  private recognizer: Awaited<ReturnType<ModelRegistry['recognizer']>> | undefined;
-
+  private readonly turns: UserTurnRecognizer<Utterance>;
+  private readonly startThreshold: number;
   private readonly interimSamples: number;
   private readonly tailSamples: number;
   /** Trailing-silence windows after which a finished-sounding utterance may end early (0: never). */
@@ -247,19 +82,14 @@ export class LiveTranscriber {
   private closeP: Promise<void> | undefined;
   private lastEmitted = false;
 
-  private windows = 0;
-  private utt: Utterance | undefined;
   private nextId = 1;
-  /** Mirrors of the segmenter's private state: trailing-silence start and unconfirmed speech start (window indexes). */
-  private silenceStart = -1;
-  private candidate = -1;
+  /** Where the last speech segment ended (padded), s: the next one never starts before it. */
+  private lastEnd = 0;
   /** Where the last finalised audio ended (the next utterance never reaches back before it). */
   private lastCut = 0;
-  private interimRunning = false;
-  private finalJobs = 0;
   private pendingFinals = 0;
   private backlog = 0;
-  private readonly counters = { interims: 0, interimsEmitted: 0, speculations: 0, speculationsUsed: 0, earlyEnds: 0, finals: 0 };
+  private readonly counters = { interims: 0, interimsEmitted: 0, speculationsUsed: 0, earlyEnds: 0, finals: 0 };
   /** performance.now() before which no interim starts (keeps interims to at most half of the wall time). */
   private interimNotBefore = 0;
 
@@ -274,43 +104,66 @@ export class LiveTranscriber {
     if (!Number.isInteger(opts.sampleRate) || opts.sampleRate < 1000 || opts.sampleRate > 384_000) {
       throw new AudioFormatError(`unsupported sample rate ${opts.sampleRate}`, opts.encoding);
     }
-    this.decoder = createDecoder(opts.encoding, opts.sampleRate);
-    this.resampler = new Resampler(this.decoder.rate, SR);
     const eouMs = Math.max(100, Math.min(10_000, opts.eouSilenceMs ?? 300));
-    this.segmenter = new VadSegmenter({
-      startThreshold: opts.startThreshold,
-      endThreshold: opts.endThreshold,
-      minSpeechMs: opts.minSpeechMs ?? 96,
-      minSilenceMs: eouMs,
-      speechPadMs: SPEECH_PAD_MS,
-    });
+    const minSpeechWindows = windowsOf(opts.minSpeechMs ?? 96);
+    const silenceWindows = windowsOf(eouMs);
+    const eou = silenceWindows * WIN_MS;
+    this.startThreshold = opts.startThreshold ?? 0.5;
     const interimMs = opts.interimIntervalMs ?? 700;
     this.interimSamples = Number.isFinite(interimMs) && interimMs > 0 ? Math.round((interimMs * SR) / 1000) : 0;
-    // The speculative final must be started before the VAD end can fire.
-    const minSilenceMs = this.segmenter.minSilenceWindows * WIN * (1000 / SR);
-    this.tailSamples = Math.round((Math.max(0, Math.min(opts.tailMs ?? 32, minSilenceMs)) * SR) / 1000);
+    // The speculative final must be started before the end of the utterance can fire.
+    this.tailSamples = Math.round((Math.max(0, Math.min(opts.tailMs ?? 32, eou)) * SR) / 1000);
     const earlyMs = opts.eouSilenceMs === undefined ? Math.max(0, opts.eouEarlyMs ?? 150) : 0;
     const earlyWindows = Math.ceil((earlyMs * SR) / 1000 / WIN);
-    this.earlyWindows = earlyMs > 0 && earlyWindows < this.segmenter.minSilenceWindows ? earlyWindows : 0;
+    this.earlyWindows = earlyMs > 0 && earlyWindows < silenceWindows ? earlyWindows : 0;
     const maxUtt = Math.min(Math.max(2, opts.maxUtteranceSeconds ?? 28), 29);
     this.maxUttSamples = Math.min(Math.round(maxUtt * SR), WHISPER_MAX_SAMPLES - SR);
     this.preRollSamples = Math.round((Math.max(0, opts.preRollMs ?? 300) * SR) / 1000);
-    this.idleKeepSamples = this.preRollSamples + (this.segmenter.minSpeechWindows + 2) * WIN + Math.round((SPEECH_PAD_MS * SR) / 1000);
+    this.idleKeepSamples = this.preRollSamples + (minSpeechWindows + 2) * WIN + Math.round((SPEECH_PAD_MS * SR) / 1000);
     this.maxBacklogSamples = Math.round((opts.maxBacklogSeconds ?? 60) * SR);
+    // Early: the decision may end an utterance between eouEarlyMs and the end-of-utterance silence. Otherwise the
+    // silence alone ends it (the limit below comes first).
+    const config: TurnConfig =
+      this.earlyWindows > 0
+        ? { smartTurn: true, smartWaitMs: 0, minDelayMs: this.earlyWindows * WIN_MS, maxDelayMs: eou }
+        : { smartTurn: false, smartWaitMs: 0, minDelayMs: eou, maxDelayMs: eou };
+    this.turns = new UserTurnRecognizer<Utterance>({
+      encoding: opts.encoding,
+      sampleRate: opts.sampleRate,
+      tracker: { startThreshold: this.startThreshold, endThreshold: Math.min(opts.endThreshold ?? 0.35, this.startThreshold), minSpeechWindows, minVolume: 0 },
+      policy: { config, silenceLimitWindows: silenceWindows, tailSamples: this.tailSamples, countArriving: false, words: (text) => text },
+      hooks: {
+        alive: () => !this.dead(),
+        speechStarted: (onset, w) => this.openUtterance(onset, w),
+        silenceLimit: () => this.endSpeech(),
+        window: (w, p, signal) => this.onWindow(w, p, signal),
+        maySpeculate: (utt) => utt.hasSpeech,
+        mayEnd: () => this.state === 'open',
+        // Chain-ordered, so the decision sees the audio that arrived while Whisper ran.
+        recognized: () => {
+          if (this.earlyWindows > 0) void this.enqueue(() => this.turns.maybeEnd());
+        },
+        ended: () => {
+          this.counters.earlyEnds++;
+          this.endSpeech();
+        },
+        ran: (ms) => {
+          this.interimNotBefore = Math.max(this.interimNotBefore, performance.now() + ms);
+        },
+      },
+    });
 
     // Models load (or are already loaded) before the first audio is processed.
-    this.chain = Promise.all([registry.vad(), registry.recognizer()]).then(
-      ([vad, recognizer]) => {
-        this.vad = vad.createStream();
-        this.recognizer = recognizer;
-      },
+    this.chain = loadTurnModels(registry).then(
+      (models) => this.turns.use(models),
       (err: unknown) => this.fail(err),
     );
   }
 
   /** Work done so far (for metrics and tests): Whisper runs by kind, and finals emitted. */
-  get stats(): Readonly<LiveTranscriber['counters']> {
-    return { ...this.counters };
+  get stats(): Readonly<LiveStats> {
+    const c = this.counters;
+    return { interims: c.interims, interimsEmitted: c.interimsEmitted, speculations: this.turns.speculations, speculationsUsed: c.speculationsUsed, earlyEnds: c.earlyEnds, finals: c.finals };
   }
 
   /** Audio received but not yet run through the VAD, seconds. */
@@ -326,7 +179,7 @@ export class LiveTranscriber {
     if (this.state !== 'open') return;
     let samples: Float32Array;
     try {
-      samples = this.resampler.push(this.decoder.push(bytes));
+      samples = this.turns.decode(bytes);
     } catch (err) {
       this.fail(err);
       return;
@@ -339,7 +192,7 @@ export class LiveTranscriber {
     }
     void this.enqueue(async () => {
       this.backlog -= samples.length;
-      await this.feed(samples);
+      await this.turns.feed(samples);
     });
   }
 
@@ -359,19 +212,18 @@ export class LiveTranscriber {
     this.state = 'closing';
     let sent: Promise<void> = Promise.resolve();
     this.closeP = this.enqueue(async () => {
-      this.decoder.end();
-      const rest = this.resampler.flush();
-      if (rest.length > 0) await this.feed(rest);
+      const rest = this.turns.endInput();
+      if (rest.length > 0) await this.turns.feed(rest);
       // Complete the last VAD window with zeros (the audio buffer keeps only real samples).
-      const vad = this.vad;
-      if (vad && vad.bufferedSamples > 0) {
-        const probs = await vad.process(new Float32Array(WIN - vad.bufferedSamples));
-        for (const p of probs) this.onWindow(p);
-      }
+      await this.turns.flushWindow();
       if (this.dead()) return;
-      for (const e of this.segmenter.flush()) this.vadEvent(e);
+      // Speech still open ends at the last window, or where its trailing silence began.
+      const tracker = this.turns.tracker;
+      const time = this.turns.windows * VAD_WINDOW_SECONDS;
+      if (tracker.state === 'speech') this.speechEnded(time);
+      else if (tracker.state === 'pause') this.speechEnded(Math.min(tracker.pauseStart * VAD_WINDOW_SECONDS + PAD_S, time));
       sent = this.flushUtterance({ isLast: true, fromFinalize: false });
-      this.utt = undefined;
+      this.turns.turn = null;
     })
       .then(() => sent)
       .then(() => {
@@ -384,10 +236,7 @@ export class LiveTranscriber {
   abort(): void {
     if (this.state === 'aborted') return;
     this.state = 'aborted';
-    this.vad?.reset();
-    this.audio.clear();
-    this.dropSpeculation(this.utt);
-    this.utt = undefined;
+    this.turns.stop();
   }
 
   // -------------------------------------------------------------------------------------------------------------
@@ -433,102 +282,51 @@ export class LiveTranscriber {
       // ignore
     }
     this.state = 'failed';
-    this.vad?.reset();
-    this.audio.clear();
-    this.dropSpeculation(this.utt);
-    this.utt = undefined;
+    this.turns.stop();
   }
 
-  private async feed(samples: Float32Array): Promise<void> {
-    const vad = this.vad;
-    if (!vad) return;
-    this.audio.append(samples);
-    const probs = await vad.process(samples);
-    for (const p of probs) {
-      if (this.dead()) return;
-      const from = this.windows * WIN;
-      this.prosody.push(this.audio.slice(from, from + WIN));
-      this.onWindow(p);
-    }
+  private vadEvent(type: 'speech_started' | 'speech_ended', seconds: number): void {
+    if (this.opts.vadEvents) this.emit({ type, timestamp: round3(round6(seconds)) });
   }
 
-  private vadEvent(e: VadEvent): void {
-    if (!this.opts.vadEvents) return;
-    if (e.type === 'start') this.emit({ type: 'speech_started', timestamp: round3(e.time) });
-    else this.emit({ type: 'speech_ended', timestamp: round3(e.end) });
+  /** Speech ended at `end` seconds (padded). */
+  private speechEnded(end: number): void {
+    this.lastEnd = end;
+    this.vadEvent('speech_ended', end);
   }
 
-  private onWindow(p: number): void {
-    const w = this.windows++;
+  /** Speech ends in its trailing silence (the end-of-utterance silence, or an early end): speech_ended, the final. */
+  private endSpeech(): void {
+    const tracker = this.turns.tracker;
+    const pause = tracker.pauseStart;
+    this.speechEnded(pause * VAD_WINDOW_SECONDS + PAD_S);
+    this.endUtterance(pause);
+    tracker.reset();
+  }
+
+  private onWindow(w: number, p: number, signal: SpeechSignal | null): boolean {
     const now = (w + 1) * WIN;
-    const seg = this.segmenter;
-    const wasSpeaking = seg.inSpeech;
-    const events = seg.push(p);
-    if (wasSpeaking) {
-      if (p >= seg.startThreshold) {
-        // Speech resumed: a speculation for the silence that just ended can no longer be the final.
-        if (this.silenceStart >= 0) this.dropSpeculation(this.utt);
-        this.silenceStart = -1;
-      } else if (p < seg.endThreshold && this.silenceStart < 0) this.silenceStart = w;
-    } else if (this.candidate < 0) {
-      if (p >= seg.startThreshold) this.candidate = w;
-    } else if (p < seg.endThreshold) {
-      this.candidate = -1;
-    }
-    for (const e of events) {
-      this.vadEvent(e);
-      if (e.type === 'start') {
-        this.candidate = -1;
-        this.silenceStart = -1;
-        this.openUtterance(e.time, w);
-      } else {
-        this.endUtterance(now);
-        this.silenceStart = -1;
-      }
-    }
-
-    const utt = this.utt;
+    const utt = this.turns.turn;
+    const audio = this.turns.audio;
     if (!utt) {
       const keepFrom = now - this.idleKeepSamples;
-      if (keepFrom - this.audio.start > SR) this.audio.dropBefore(keepFrom);
-      return;
+      if (keepFrom - audio.start > SR) audio.dropBefore(keepFrom);
+      return true;
     }
-    if (events.length === 0) utt.probs.push(p);
-    if (p >= seg.startThreshold) utt.hasSpeech = true;
+    if (signal?.type !== 'start') utt.probs.push(p);
+    if (p >= this.startThreshold) utt.hasSpeech = true;
 
     if (now - utt.start >= this.maxUttSamples) {
       this.cutLong(utt, w);
-      return;
+      return false;
     }
-    if (this.silenceStart >= 0) {
-      const silenceAt = this.silenceStart * WIN;
-      if (utt.hasSpeech && utt.spec?.silence !== this.silenceStart && silenceAt > utt.start && now >= silenceAt + this.tailSamples) {
-        const end = silenceAt + this.tailSamples;
-        const abort = new AbortController();
-        const result = this.transcribeFinal(utt.start, end, 'speculative', abort.signal);
-        const spec: Speculation = { silence: this.silenceStart, end, result, abort };
-        this.dropSpeculation(utt);
-        utt.spec = spec;
-        this.counters.speculations++;
-        if (this.earlyWindows > 0) {
-          result.then(
-            (text) => {
-              spec.text = text;
-              // Chain-ordered, so it sees the audio that arrived while Whisper ran.
-              if (this.utt?.spec === spec) void this.enqueue(() => this.endEarly());
-            },
-            () => undefined,
-          );
-        }
-      }
-      if (utt.spec?.text !== undefined) this.endEarly();
-    } else if (
+    if (
+      this.turns.tracker.state === 'speech' &&
       this.state === 'open' &&
       this.interimSamples > 0 &&
-      p >= seg.startThreshold &&
+      p >= this.startThreshold &&
       now - utt.lastInterim >= this.interimSamples &&
-      !this.interimRunning &&
-      this.finalJobs === 0 &&
+      this.turns.jobs === 0 &&
       this.pendingFinals === 0 &&
       performance.now() >= this.interimNotBefore
     ) {
@@ -536,67 +334,47 @@ export class LiveTranscriber {
       const depth = this.registry.queue.depth;
       if (depth.running === 0 && depth.waiting === 0) this.startInterim(utt, now);
     }
+    return true;
   }
 
-  private openUtterance(onsetSeconds: number, window: number): void {
-    const onset = Math.round(onsetSeconds * SR);
-    const start = Math.max(onset - this.preRollSamples, this.lastCut, this.audio.start);
+  /** Speech confirmed, begun at window `onsetWindow`: speech_started (padded), and its utterance. */
+  private openUtterance(onsetWindow: number, w: number): Utterance {
+    const time = round6(Math.max(this.lastEnd, onsetWindow * VAD_WINDOW_SECONDS - PAD_S, 0));
+    this.vadEvent('speech_started', time);
+    const onset = Math.round(time * SR);
+    const start = Math.max(onset - this.preRollSamples, this.lastCut, this.turns.audio.start);
     // Speech that began before a finalize cut was already answered: wait for new speech windows.
-    this.utt = this.newUtterance(start, onset >= start ? onsetSeconds : start / SR, window, onset >= this.lastCut);
-    this.utt.probs.push(NaN); // the window that confirmed speech (index alignment only)
+    const utt = this.newUtterance(start, onset >= start ? time : start / SR, w, onset >= this.lastCut);
+    utt.probs.push(NaN); // the window that confirmed speech (index alignment only)
+    return utt;
   }
 
-  private newUtterance(start: number, t0: number, probBase: number, hasSpeech: boolean): Utterance {
-    return { id: this.nextId++, start, t0, hasSpeech, lastInterim: start, lastInterimText: '', probBase, probs: [] };
+  private newUtterance(start: number, t0: number, firstWindow: number, hasSpeech: boolean): Utterance {
+    return { id: this.nextId++, start, t0, hasSpeech, lastInterim: start, lastInterimText: '', firstWindow, probs: [] };
   }
 
-  /** VAD end: the final covers the utterance up to tailMs into its trailing silence. */
-  private endUtterance(now: number): void {
-    const utt = this.utt;
-    this.utt = undefined;
+  /** The end of the utterance paused at window `pause`: the final covers it up to tailMs into its trailing silence. */
+  private endUtterance(pause: number): void {
+    const utt = this.turns.turn;
+    this.turns.turn = null;
     if (!utt) return;
-    const end = Math.min(this.silenceStart >= 0 ? this.silenceStart * WIN + this.tailSamples : now, this.audio.end);
+    const end = Math.min(pause * WIN + this.tailSamples, this.turns.audio.end);
     this.lastCut = Math.max(this.lastCut, end);
     const usable = utt.hasSpeech && end - utt.start >= WIN;
-    const spec = usable && utt.spec && utt.spec.silence === this.silenceStart && utt.spec.end === end ? utt.spec.result : undefined;
-    if (!spec) this.dropSpeculation(utt);
+    const spec = usable && utt.spec && utt.spec.pause === pause && utt.spec.end === end ? utt.spec.result : undefined;
+    if (!spec) this.turns.dropSpeculation(utt);
     if (!usable) return;
     if (spec) this.counters.speculationsUsed++;
-    const t1 = this.silenceStart >= 0 ? this.silenceStart * WIN / SR + SPEECH_PAD_MS / 1000 : end / SR;
+    const t1 = (pause * WIN) / SR + SPEECH_PAD_MS / 1000;
     this.issueFinal(spec ?? this.transcribeFinal(utt.start, end), utt.t0, t1, { isLast: false, fromFinalize: false });
-  }
-
-  /**
-   * Adaptive end of utterance: ends the open utterance now if it has been silent for earlyWindows, and its
-   * speculative final (for this same silence) is ready and reads as a finished sentence.
-   */
-  private endEarly(): void {
-    const utt = this.utt;
-    const spec = utt?.spec;
-    if (!utt || !spec || spec.text === undefined || this.earlyWindows === 0 || this.state !== 'open') return;
-    if (this.silenceStart < 0 || spec.silence !== this.silenceStart || this.windows - this.silenceStart < this.earlyWindows) return;
-    // The agents' end-of-turn decision (words and prosody, not Whisper's period): early only when it would commit a
-    // turn at the shortest wait.
-    const windowMs = (WIN * 1000) / SR;
-    const early = this.earlyWindows * windowMs;
-    const eou = this.segmenter.minSilenceWindows * windowMs;
-    const prosody = this.prosody.features(utt.probBase, spec.silence);
-    const { waitMs } = decide({ text: spec.text, prosody }, { smartTurn: true, smartWaitMs: 0, minDelayMs: early, maxDelayMs: eou });
-    if ((this.windows - this.silenceStart) * windowMs < waitMs) return;
-    const e = this.segmenter.endInSilence();
-    if (!e) return;
-    this.counters.earlyEnds++;
-    this.vadEvent(e);
-    this.endUtterance(this.windows * WIN);
-    this.silenceStart = -1;
   }
 
   /** An utterance reached the length limit: finalise it at the quietest window of its second half, keep going. */
   private cutLong(utt: Utterance, w: number): void {
-    const lo = Math.max(utt.probBase + 1, Math.ceil((utt.start + this.maxUttSamples / 2) / WIN));
+    const lo = Math.max(utt.firstWindow + 1, Math.ceil((utt.start + this.maxUttSamples / 2) / WIN));
     const hi = w - 1;
     const prob = (k: number) => {
-      const v = utt.probs[k - utt.probBase];
+      const v = utt.probs[k - utt.firstWindow];
       return v === undefined || Number.isNaN(v) ? 1 : v;
     };
     let best = hi;
@@ -609,46 +387,53 @@ export class LiveTranscriber {
       }
     }
     const cut = Math.max(utt.start + WIN, best * WIN + WIN / 2);
-    this.dropSpeculation(utt);
+    this.turns.dropSpeculation(utt);
     if (utt.hasSpeech) this.issueFinal(this.transcribeFinal(utt.start, cut), utt.t0, cut / SR, { isLast: false, fromFinalize: false });
     this.lastCut = Math.max(this.lastCut, cut);
-    const rest = utt.probs.slice(best + 1 - utt.probBase);
-    const next = this.newUtterance(cut, cut / SR, best + 1, rest.some((p) => p >= this.segmenter.startThreshold));
+    const rest = utt.probs.slice(best + 1 - utt.firstWindow);
+    const next = this.newUtterance(cut, cut / SR, best + 1, rest.some((p) => p >= this.startThreshold));
     next.probs = rest;
     next.lastInterim = (w + 1) * WIN;
-    this.utt = next;
+    // Cut during a pause: the decision at that pause reads the new utterance's speech before it.
+    const tracker = this.turns.tracker;
+    if (tracker.state === 'pause') next.prosody = this.turns.prosodyOf(best + 1, tracker.pauseStart);
+    this.turns.turn = next;
   }
 
   /** finalize / close: one final for everything buffered (empty if there is nothing). */
   private flushUtterance(flags: FinalFlags): Promise<void> {
-    const end = this.audio.end;
-    const utt = this.utt;
+    const tracker = this.turns.tracker;
+    const end = this.turns.audio.end;
+    const utt = this.turns.turn;
     if (utt) {
       let sent: Promise<void>;
       if (utt.hasSpeech && end - utt.start >= WIN) {
         // In trailing silence with the speculation done for it: that is the answer (no speech came after).
-        const spec = this.silenceStart >= 0 && utt.spec?.silence === this.silenceStart ? utt.spec : undefined;
+        const pause = tracker.pauseStart;
+        const spec = tracker.state === 'pause' && utt.spec?.pause === pause ? utt.spec : undefined;
         if (spec) this.counters.speculationsUsed++;
-        else this.dropSpeculation(utt);
-        const t1 = spec ? this.silenceStart * WIN / SR + SPEECH_PAD_MS / 1000 : end / SR;
+        else this.turns.dropSpeculation(utt);
+        const t1 = spec ? (pause * WIN) / SR + SPEECH_PAD_MS / 1000 : end / SR;
         sent = this.issueFinal(spec?.result ?? this.transcribeFinal(utt.start, end), utt.t0, t1, flags);
       } else {
-        this.dropSpeculation(utt);
+        this.turns.dropSpeculation(utt);
         sent = this.issueFinal(Promise.resolve(''), utt.t0, end / SR, flags);
       }
       this.lastCut = Math.max(this.lastCut, end);
       // Speech may go on (the VAD has not ended it): what follows is a new utterance with no speech yet.
-      this.utt = this.segmenter.inSpeech ? this.newUtterance(end, end / SR, this.windows, false) : undefined;
+      const speaking = tracker.state === 'speech' || tracker.state === 'pause';
+      this.turns.turn = speaking ? this.newUtterance(end, end / SR, this.turns.windows, false) : null;
       return sent;
     }
-    if (this.candidate >= 0) {
+    if (tracker.state === 'candidate') {
       // Speech began but is not confirmed yet (shorter than minSpeechMs so far).
-      const start = Math.max(this.candidate * WIN - this.preRollSamples, this.lastCut, this.audio.start);
-      const t0 = Math.max(start, this.candidate * WIN - (SPEECH_PAD_MS * SR) / 1000) / SR;
+      const candidate = tracker.onset;
+      const start = Math.max(candidate * WIN - this.preRollSamples, this.lastCut, this.turns.audio.start);
+      const t0 = Math.max(start, candidate * WIN - (SPEECH_PAD_MS * SR) / 1000) / SR;
       this.lastCut = Math.max(this.lastCut, end);
       return this.issueFinal(this.transcribeFinal(start, end), t0, end / SR, flags);
     }
-    const t = Math.max(this.lastCut, Math.min(end, this.windows * WIN)) / SR;
+    const t = Math.max(this.lastCut, Math.min(end, this.turns.windows * WIN)) / SR;
     return this.issueFinal(Promise.resolve(''), t, t, flags);
   }
 
@@ -681,17 +466,9 @@ export class LiveTranscriber {
     return sent;
   }
 
-  /**
-   * Starts Whisper on [from, to) now; retries while the queue is full. The promise is pre-handled (no unhandled
-   * rejection). `speculative` when started in trailing silence before the end of the utterance is known (the
-   * result is used only if no speech follows); every other final is `live`, a caller waits for it.
-   */
-  private transcribeFinal(from: number, to: number, kind: 'live' | 'speculative' = 'live', signal?: AbortSignal): Promise<string> {
-    const samples = this.audio.slice(from, to);
-    this.finalJobs++;
-    const result = this.recognize(samples, true, kind, signal).finally(() => {
-      this.finalJobs--;
-    });
+  /** Whisper on [from, to) now, as a final a caller waits for; pre-handled (no unhandled rejection before it is issued). */
+  private transcribeFinal(from: number, to: number): Promise<string> {
+    const result = this.turns.recognize(from, to, 'live');
     result.catch(() => undefined);
     return result;
   }
@@ -699,56 +476,17 @@ export class LiveTranscriber {
   private startInterim(utt: Utterance, now: number): void {
     utt.lastInterim = now;
     this.counters.interims++;
-    const samples = this.audio.slice(utt.start, now);
-    this.interimRunning = true;
-    this.recognize(samples, false, 'interim')
-      .then(
-        (text) => {
-          if (!text || this.utt?.id !== utt.id || this.pendingFinals > 0 || this.state !== 'open') return;
-          if (text === utt.lastInterimText) return;
-          utt.lastInterimText = text;
-          this.counters.interimsEmitted++;
-          this.emit({ type: 'transcript', transcript: text, isFinal: false, start: round3(utt.t0), end: round3(now / SR) });
-        },
-        (err: unknown) => {
-          if (!(err instanceof QueueFullError)) this.fail(err);
-        },
-      )
-      .finally(() => {
-        this.interimRunning = false;
-      });
-  }
-
-  /** A speculation that will not be used: forgotten, and dropped from the queue if it has not started. */
-  private dropSpeculation(utt: Utterance | undefined): void {
-    const spec = utt?.spec;
-    if (!utt || !spec) return;
-    utt.spec = undefined;
-    spec.abort.abort();
-  }
-
-  private async recognize(samples: Float32Array, retryWhenFull: boolean, kind: InferenceKind, signal?: AbortSignal): Promise<string> {
-    const recognizer = this.recognizer;
-    if (!recognizer || this.dead()) return '';
-    const deadline = Date.now() + FINAL_RETRY_MS;
-    let delay = 20;
-    for (;;) {
-      try {
-        const { text } = await this.registry.queue.run(async (slot) => {
-          const t = performance.now();
-          try {
-            return await recognizer.transcribe(samples, this.registry.liveTranscribeOptions(slot, samples.length));
-          } finally {
-            const done = performance.now();
-            this.interimNotBefore = Math.max(this.interimNotBefore, done + (done - t));
-          }
-        }, kind, { signal });
-        return text;
-      } catch (err) {
-        if (!(err instanceof QueueFullError) || !retryWhenFull || Date.now() > deadline || this.dead() || signal?.aborted) throw err;
-        await sleep(delay);
-        delay = Math.min(400, delay * 2);
-      }
-    }
+    this.turns.recognize(utt.start, now, 'interim').then(
+      (text) => {
+        if (!text || this.turns.turn?.id !== utt.id || this.pendingFinals > 0 || this.state !== 'open') return;
+        if (text === utt.lastInterimText) return;
+        utt.lastInterimText = text;
+        this.counters.interimsEmitted++;
+        this.emit({ type: 'transcript', transcript: text, isFinal: false, start: round3(utt.t0), end: round3(now / SR) });
+      },
+      (err: unknown) => {
+        if (!(err instanceof QueueFullError)) this.fail(err);
+      },
+    );
   }
 }

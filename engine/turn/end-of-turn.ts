@@ -17,7 +17,7 @@ export const DEFAULT_TRIGGER_S = 0.064;
 /** The model's inputs, in order (the weights file names them). */
 export const FEATURE_NAMES = [
   'openEnding', 'weakEnding', 'trailingMark', 'questionMark', 'numberOpen', 'numberDone', 'shortAnswer', 'logWords',
-  'f0End', 'f0Slope', 'energyEnd', 'energySlope', 'finalLengthening', 'voicedEnd', 'lowVoiced',
+  'f0End', 'f0Slope', 'energyEnd', 'energySlope', 'finalLengthening', 'voicedEnd', 'lowVoiced', 'f0EndInRange', 'f0Floor',
 ] as const;
 
 export interface EotWeights {
@@ -51,6 +51,8 @@ export function featureVector(input: EotInput, lex: LexicalFeatures = lexicalFea
   return [
     lex.openEnding, lex.weakEnding, lex.trailingMark, lex.questionMark, lex.numberOpen, lex.numberDone, lex.shortAnswer, lex.logWords,
     c(p.f0End, 4), c(p.f0Slope, 30), c(p.energyEnd, 15), c(p.energySlope, 100), c(p.finalLengthening, 2), c(p.voicedEnd, 1), low,
+    // The fall measured in the voice's own range (synthesizers and people differ threefold in how far they move).
+    c(p.f0End / Math.max(2, p.f0Range), 1.5), c(p.f0Floor, 6),
   ];
 }
 

@@ -2,11 +2,11 @@
 import type { EotWeights } from './end-of-turn.js';
 
 export const FITTED: EotWeights = {
-  features: ["openEnding","weakEnding","trailingMark","questionMark","numberOpen","numberDone","shortAnswer","logWords","f0End","f0Slope","energyEnd","energySlope","finalLengthening","voicedEnd","lowVoiced"],
-  mean: [0.1182,0.001244,0.1182,0.03731,0.08489,0.03856,0.05162,2.672,-2.194,-5.76,-7.153,-22.39,0.2912,0.5895,0],
-  scale: [0.3228,0.03525,0.3228,0.1895,0.2595,0.1925,0.2205,0.7766,1.77,9.345,6.302,53.26,0.9759,0.2365,1],
-  weights: [-0.6909,0.0412,-0.5435,0.4434,-0.2222,0.1523,0.473,0.7654,-2.317,-0.0991,-0.2716,-0.1619,0.1147,0.04973,0],
-  bias: 0.02032,
-  threshold: 0.86,
-  fittedOn: "bench/fit-turns.ts on 456 synthesized items (804 pauses), 2026-11-29",
+  features: ["openEnding","weakEnding","trailingMark","questionMark","numberOpen","numberDone","shortAnswer","logWords","f0End","f0Slope","energyEnd","energySlope","finalLengthening","voicedEnd","lowVoiced","f0EndInRange","f0Floor"],
+  mean: [0.1379,0.001642,0.1059,0.04516,0.08785,0.04351,0.04228,2.625,-2.012,-5.866,-6.2,-13.32,0.2228,0.5149,0,-0.5369,-0.1326],
+  scale: [0.3448,0.04049,0.3077,0.2076,0.2653,0.204,0.2007,0.7969,1.666,9.668,6.141,50.05,1.004,0.2572,1,0.452,1.71],
+  weights: [-1.025,0.05986,-0.5285,0.3583,-0.14,0.4335,0.483,0.8208,-1.125,0.2563,-0.3563,0.0517,0.3151,-0.3939,0,-0.3983,-0.3529],
+  bias: 0.002899,
+  threshold: 0.64,
+  fittedOn: "bench/fit-turns.ts on 693 synthesized items (1218 pauses), 2026-11-29",
 };

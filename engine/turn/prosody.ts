@@ -29,12 +29,16 @@ export interface ProsodyFeatures {
   finalLengthening: number;
   /** Voiced share of the frames in the last 200 ms. */
   voicedEnd: number;
+  /** F0 at the end against the turn's low (10th percentile), semitones: a final fall ends near the speaker's floor. */
+  f0Floor: number;
+  /** The turn's F0 range (90th less 10th percentile), semitones: a flat voice's small fall counts for more. */
+  f0Range: number;
   /** Voiced frames the turn had (few: the features are unreliable). */
   voicedFrames: number;
 }
 
 /** Features that say nothing (too little voiced speech). */
-export const NEUTRAL_PROSODY: ProsodyFeatures = { f0End: 0, f0Slope: 0, energyEnd: 0, energySlope: 0, finalLengthening: 0, voicedEnd: 0, voicedFrames: 0 };
+export const NEUTRAL_PROSODY: ProsodyFeatures = { f0End: 0, f0Slope: 0, energyEnd: 0, energySlope: 0, finalLengthening: 0, voicedEnd: 0, f0Floor: 0, f0Range: 0, voicedFrames: 0 };
 
 export class ProsodyTracker {
   private readonly f0 = new Float32Array(CAPACITY);
@@ -129,7 +133,9 @@ export class ProsodyTracker {
     while (start - 1 >= lo && (this.f0[(start - 1) % CAPACITY] as number) > 0) start--;
     const lastRun = end - start + 1;
     if (run > 0) runs.push(run);
-    const medSemi = median(semis);
+    const sorted = [...semis].sort((a, b) => a - b);
+    const medSemi = quantileOf(sorted, 0.5);
+    const lowSemi = quantileOf(sorted, 0.1);
     const medDb = median(dbs);
     const lastSemis: number[] = [];
     const lastDbs: number[] = [];
@@ -162,16 +168,27 @@ export class ProsodyTracker {
     let voicedRecent = 0;
     for (let k = Math.max(lo, hi - recent); k < hi; k++) if ((this.f0[k % CAPACITY] as number) > 0) voicedRecent++;
     const medRun = runs.length ? median(runs) : lastRun;
+    const endSemi = median(lastSemis);
     return {
-      f0End: median(lastSemis) - medSemi,
+      f0End: endSemi - medSemi,
       f0Slope: clamp(slope(fx, fy), -60, 60),
       energyEnd: median(lastDbs) - medDb,
       energySlope: clamp(slope(ex, ey), -200, 200),
       finalLengthening: Math.log2(lastRun / Math.max(1, medRun)),
       voicedEnd: voicedRecent / Math.max(1, Math.min(recent, hi - lo)),
+      f0Floor: endSemi - lowSemi,
+      f0Range: quantileOf(sorted, 0.9) - lowSemi,
       voicedFrames: semis.length,
     };
   }
+}
+
+/** Linear-interpolated quantile of an ascending array. */
+function quantileOf(sorted: number[], q: number): number {
+  const at = q * (sorted.length - 1);
+  const i = Math.floor(at);
+  const lo = sorted[i] as number;
+  return lo + ((sorted[Math.min(i + 1, sorted.length - 1)] as number) - lo) * (at - i);
 }
 
 function median(xs: number[]): number {

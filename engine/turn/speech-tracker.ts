@@ -20,8 +20,10 @@ export interface SpeechTrackerOptions {
   minVolume: number;
 }
 
+export type SpeechState = 'quiet' | 'candidate' | 'speech' | 'pause';
+
 export class SpeechTracker {
-  state: 'quiet' | 'candidate' | 'speech' | 'pause' = 'quiet';
+  state: SpeechState = 'quiet';
   /** Window where the current speech began (valid in candidate, speech and pause). */
   onset = -1;
   /** First silent window of the current pause (valid in pause). */
@@ -73,6 +75,12 @@ export class SpeechTracker {
         }
         return null;
     }
+  }
+
+  /** Takes speech still going on as paused from window `w` (a turn cut at its length limit). */
+  pauseAt(w: number): void {
+    this.state = 'pause';
+    this.pauseStart = w;
   }
 
   /** Forgets the current speech (the turn was committed or discarded). */

@@ -11,6 +11,7 @@ import type { LlmEndpoint, Vars } from '../../engine/agent/types.js';
 import { callVariables, standardVariables } from '../../engine/agent/variables.js';
 import type { Encoding } from '../../engine/audio/codecs.js';
 import type { ModelRegistry } from '../../engine/models/registry.js';
+import { registryModels } from '../../engine/models/turn-models.js';
 import { agentSpec } from './agent-spec.js';
 import type { AgentMetrics } from './agent-metrics.js';
 import { createBrain, llmEndpoint } from './brains.js';
@@ -169,7 +170,7 @@ export class CallRuntime {
       spec,
       brain,
       variables,
-      registry,
+      models: registryModels(registry),
       inputRate: call.inputRate,
       inputEncoding: call.inputEncoding,
       outputRate: call.outputRate,

@@ -51,6 +51,7 @@ import { AgentSession, type SessionEvent } from '../../engine/agent/session.js';
 import type { BrainContext, BrainEvent, FunctionTool, LlmEndpoint, ToolCall } from '../../engine/agent/types.js';
 import { encodeLinear16 } from '../../engine/audio/codecs.js';
 import type { ModelRegistry } from '../../engine/models/registry.js';
+import { registryModels } from '../../engine/models/turn-models.js';
 import { DEFAULT_LLM_SETTING } from '../calls/brains.js';
 import { inferenceError } from '../http/auth.js';
 import type { HttpServer } from '../http/server.js';
@@ -412,7 +413,7 @@ class S2sConnection implements WsSession {
       spec: s2sSpec(flite, instructions),
       brain: this.brain,
       variables: {},
-      registry: this.deps.registry,
+      models: registryModels(this.deps.registry),
       inputRate: IN_RATE,
       inputEncoding: 'linear16',
       outputRate: OUT_RATE,
