@@ -1,6 +1,6 @@
-// Replays a turn-corpus item through the agent session's own input path (resampler to 16 kHz, Silero VAD, the speech
-// tracker, the prosody tracker, Whisper on the turn so far at each pause), recording every pause the session would
-// see with what it would know there. Policies are then simulated on these records on the audio clock
+// Replays a turn-corpus item through the agent session's own input path (engine/turn/user-turn.ts: Silero VAD, the
+// speech tracker, the prosody tracker, the speculation at each pause, with Whisper on the turn so far), recording
+// every pause the session would see with what it would know there. Policies are then simulated on these records on the audio clock
 // (bench/lib/turn-policies.ts), so a curve over settings costs no model runs. Results are cached per item.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -8,8 +8,9 @@ import path from 'node:path';
 import { Resampler, qualityFor } from '../../engine/audio/resample.js';
 import type { ModelRegistry } from '../../engine/models/registry.js';
 import { VAD_SAMPLE_RATE, VAD_WINDOW_SAMPLES } from '../../engine/models/silero.js';
-import { ProsodyTracker, type ProsodyFeatures } from '../../engine/turn/prosody.js';
-import { SpeechTracker, rms } from '../../engine/turn/speech-tracker.js';
+import type { SpeechRecognizer, Transcription } from '../../engine/ports.js';
+import type { ProsodyFeatures } from '../../engine/turn/prosody.js';
+import { UserTurnRecognizer, type HeardTurn } from '../../engine/turn/user-turn.js';
 import { readItemAudio, type TurnItem } from './turn-corpus.js';
 
 const SR = VAD_SAMPLE_RATE;
@@ -18,7 +19,7 @@ export const WIN_MS = (WIN * 1000) / SR;
 /** As the session (engine/agent/session.ts): 300 ms pre-roll, thresholds 0.5 / 0.35, 96 ms of speech to start. */
 const PRE_ROLL = Math.round(0.3 * SR);
 const TRACKER = { startThreshold: 0.5, endThreshold: 0.35, minSpeechWindows: 3, minVolume: 0 };
-const VERSION = 'replay-v2';
+const VERSION = 'replay-v3';
 /** Pauses shorter than this are not transcribed (no policy in the benches waits less than 200 ms). */
 const MIN_USEFUL_PAUSE_MS = 150;
 
@@ -69,39 +70,47 @@ export async function replayItem(item: TurnItem, audio: Float32Array, registry: 
     if (cached.version === version) return cached;
   }
   const x = toSessionRate(audio, item.rate);
-  const vad = (await registry.vad()).createStream();
-  const probs = await vad.process(x);
-  const tracker = new SpeechTracker(TRACKER);
-  const prosody = new ProsodyTracker();
-  const recognizer = await registry.recognizer();
   const records: PauseRecord[] = [];
   const onsets: number[] = [];
-  let onset = -1;
-  let uttStart = 0;
-  const pending: { rec: PauseRecord; from: number; to: number }[] = [];
-  for (let w = 0; w < probs.length; w++) {
-    const win = x.subarray(w * WIN, (w + 1) * WIN);
-    prosody.push(win);
-    const sig = tracker.push(w, probs[w] as number, rms(win));
-    if (sig?.type === 'start') {
-      onset = sig.onset;
-      uttStart = Math.max(0, onset * WIN - PRE_ROLL);
-      onsets.push(onset);
-    } else if (sig?.type === 'pause') {
-      const end = Math.min(x.length, (w + 1) * WIN);
-      const rec: PauseRecord = { pauseWindow: w, resumeWindow: null, onsetWindow: onset, text: '', audioSeconds: (end - uttStart) / SR, prosody: prosody.features(onset, w) };
-      records.push(rec);
-      pending.push({ rec, from: uttStart, to: end });
-    } else if (sig?.type === 'resume') {
-      const last = records[records.length - 1];
-      if (last) last.resumeWindow = w;
-    }
-  }
-  // A pause shorter than the shortest wait any policy uses (200 ms) never commits: its text is not needed.
-  const needed = pending.filter(({ rec }) => rec.resumeWindow === null || (rec.resumeWindow - rec.pauseWindow) * WIN_MS >= MIN_USEFUL_PAUSE_MS);
-  await Promise.all(needed.map(async ({ rec, from, to }) => {
-    rec.text = (await recognizer.transcribe(x.slice(Math.max(from, to - 29 * SR), to), { beams: registry.sttLiveBeams, shortWindow: false })).text.trim();
+  // The recognizer the engine asks at each pause only takes note: which pauses need their words is known once the
+  // whole item has been heard (a pause shorter than any policy's wait never commits), and only those are recognized.
+  const asked: { start: number; samples: Float32Array; resolve: (t: Transcription) => void }[] = [];
+  const recognizer: SpeechRecognizer = { transcribe: (samples) => new Promise((resolve) => asked.push({ start: turns.turn?.start ?? 0, samples, resolve })) };
+  // The engine's input path with a policy that never ends a turn: every pause is heard as the session hears it.
+  const turns = new UserTurnRecognizer<HeardTurn>({
+    encoding: 'linear16',
+    sampleRate: SR,
+    tracker: TRACKER,
+    policy: { config: { smartTurn: false, smartWaitMs: 0, minDelayMs: Infinity, maxDelayMs: Infinity }, tailSamples: WIN, countArriving: true, words: (t) => t },
+    hooks: {
+      alive: () => true,
+      speechStarted: (onset) => {
+        onsets.push(onset);
+        return { start: Math.max(0, onset * WIN - PRE_ROLL), firstWindow: onset };
+      },
+      paused: (w) => {
+        const turn = turns.turn!;
+        records.push({ pauseWindow: w, resumeWindow: null, onsetWindow: turn.firstWindow, text: '', audioSeconds: (Math.min(x.length, (w + 1) * WIN) - turn.start) / SR, prosody: turn.prosody! });
+      },
+      window: (w, _p, signal) => {
+        const last = records[records.length - 1];
+        if (signal?.type === 'resume' && last) last.resumeWindow = w;
+      },
+      ended: () => undefined,
+    },
+  });
+  turns.use({ vad: (await registry.vad()).createStream(), recognizer });
+  await turns.feed(x);
+  await turns.flushWindow();
+  const whisper = await registry.recognizer();
+  await Promise.all(asked.map(async ({ start, samples, resolve }) => {
+    // The speculation's audio ends one window after the pause's first silent window.
+    const rec = records.find((r) => r.pauseWindow === (start + samples.length) / WIN - 1);
+    const needed = rec && (rec.resumeWindow === null || (rec.resumeWindow - rec.pauseWindow) * WIN_MS >= MIN_USEFUL_PAUSE_MS);
+    if (rec && needed) rec.text = (await whisper.transcribe(samples.subarray(Math.max(0, samples.length - 29 * SR)), { beams: registry.sttLiveBeams, shortWindow: false })).text.trim();
+    resolve({ text: rec?.text ?? '', runMs: 0 });
   }));
+  turns.stop();
   const toMs = (samples: number) => (samples * 1000) / item.rate;
   const out: ItemReplay = {
     id: item.id,
@@ -109,7 +118,7 @@ export async function replayItem(item: TurnItem, audio: Float32Array, registry: 
     speechEndMs: toMs(item.speechEnd),
     pauses: item.pauses.map((p) => ({ startMs: toMs(p.start), endMs: toMs(p.end), kind: p.kind, category: p.category })),
     records,
-    windows: probs.length,
+    windows: turns.windows,
     onsets,
   };
   fs.mkdirSync(cacheDir, { recursive: true });
