@@ -54,11 +54,13 @@ import { OutboundDialer } from '../telephony/outbound/dialer.js';
 import { CallTransfers } from '../telephony/transfer.js';
 import { LocalPacer, RedisPacer } from '../telephony/outbound/pacer.js';
 import { LoopReservations } from '../transports/http/loop-reservations.js';
-import { outboundRoutes, type OutboundRouteDeps } from '../transports/routes/outbound.js';
+import { setConfigEgressPolicy } from '../control-plane/agents/config-schema.js';
+import { outboundRoutes, testCallQueue, type OutboundRouteDeps } from '../transports/routes/outbound.js';
 import { campaignRoutes } from '../transports/routes/campaigns.js';
 import { useNonceSecret } from '../telephony/sip/digest.js';
 import { CampaignRunner } from '../control-plane/campaigns/runner.js';
 import { audienceRoutes } from '../transports/routes/audiences.js';
+import { dncRoutes, type DncRouteDeps } from '../transports/routes/dnc.js';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Settings } from './settings.js';
@@ -109,6 +111,8 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
     concurrency: settings.webhookConcurrency,
   });
   const ctx = { db: store.db, publish, logger, settings, vault, webhooks, webhookSecrets };
+  // URLs in agents' configurations (the pre-call API) are checked against this server's egress policy when written.
+  setConfigEgressPolicy(settings.allowPrivateEgress);
   systemRoutes(server, store, metrics);
   // One mint limiter: tokens the console mints from its session count against the key's limit at /auth/token too.
   const minter = new TokenMinter(tokens, new RateLimiter(), settings.tokenMintsPerMinute);
@@ -116,19 +120,22 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   consoleRoutes(server, await buildConsole(settings.atomsPrefix, settings.wavesPrefix));
   agentRoutes(server, settings.atomsPrefix, ctx);
   versioningRoutes(server, settings.atomsPrefix, ctx);
-  legacyV1Routes(server, settings.atomsPrefix, ctx);
+  // The outbound dialer is set once the SIP leg runs (below); telephony test calls reach it through these deps.
+  const outbound: OutboundRouteDeps = { dialer: null, maxQueuedPerAddress: settings.outboundQueue };
+  legacyV1Routes(server, settings.atomsPrefix, ctx, testCallQueue(ctx, outbound));
   secretRoutes(server, settings.atomsPrefix, ctx);
   toolRoutes(server, settings.atomsPrefix, ctx);
-  conversationRoutes(server, settings.atomsPrefix, ctx);
+  conversationRoutes(server, settings.atomsPrefix, ctx, testCallQueue(ctx, outbound));
   promptScoringRoutes(server, settings.atomsPrefix, ctx);
   webhookRoutes(server, settings.atomsPrefix, ctx);
   telephonyRoutes(server, settings.atomsPrefix, ctx);
   telephonyAgentRoutes(server, settings.atomsPrefix, ctx);
-  const outbound: OutboundRouteDeps = { dialer: null, maxQueuedPerAddress: settings.outboundQueue };
   outboundRoutes(server, settings.atomsPrefix, ctx, outbound);
   audienceRoutes(server, settings.atomsPrefix, ctx);
   let campaigns: CampaignRunner | null = null;
   campaignRoutes(server, settings.atomsPrefix, ctx, { wake: () => campaigns?.wake() });
+  const dnc: DncRouteDeps = { runtime: null };
+  dncRoutes(server, settings.atomsPrefix, ctx, dnc);
   tokenRoutes(server, settings.wavesPrefix, minter);
   const registry = new ModelRegistry({
     cacheDir: path.join(settings.dataDir, 'models-cache'),
@@ -172,6 +179,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
     allowPrivateEgress: settings.allowPrivateEgress,
     notifyWebhooks: () => webhooks.notify(),
   });
+  dnc.runtime = runtime;
   const agentSockets = agentConnectSocket(server, settings.atomsPrefix, { db: store.db, runtime, logger, draining: () => server.isDraining, limits });
   // Last: /openapi.json is built from every route registered before it.
   referenceRoutes(server, { atomsPrefix: settings.atomsPrefix, wavesPrefix: settings.wavesPrefix });

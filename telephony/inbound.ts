@@ -206,6 +206,8 @@ export class InboundCalls {
           fromNumber: caller,
           toNumber: called ?? undefined,
           transfer: transfers ? (req) => answered.transfer(req) : undefined,
+          // The trunk's RNNoise ran on the leg already: the agent's denoisingConfig does not run it twice.
+          inputDenoised: policy.noiseSuppression,
         },
         (e) => answered.onEvent(e),
       );

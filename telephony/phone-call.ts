@@ -160,6 +160,11 @@ export class PhoneCall {
     }
   }
 
+  /** The call record's id, once the agent session is attached. */
+  get callId(): string | null {
+    return this.call?.callId ?? null;
+  }
+
   /** Ends the agent session with a reason (the session's `ended` then hangs up the line). */
   end(reason: string): void {
     if (this.bridge) void this.bridge.stop(reason);

@@ -88,7 +88,8 @@ describe('single-prompt agent over the agent WebSocket', () => {
     c.send({ type: 'session.close' });
     await c.closed;
     const call = await endedCall(server, created.call_id as string);
-    expect(call.slmModelUsed).toBe('electron');
+    // The model that answered (the model block's), not the configured hosted name (slmModel 'electron').
+    expect(call.slmModelUsed).toBe('test-model');
     expect(JSON.stringify(call)).not.toContain(LLM_KEY);
     const m = call.turnMetrics[0];
     expect(m.brainFirstTokenMs).toBeGreaterThan(0);
@@ -163,6 +164,7 @@ describe('post-call analytics by the language model', () => {
     };
     const agentId = await singlePromptAgent({
       postCallAnalyticsConfig: { dispositionMetrics: [{ identifier: 'topic', dispositionMetricPrompt: 'What was the call about?', dispositionMetricType: 'STRING' }] },
+      callDispositionConfig: 'A call about opening hours is resolved when the caller heard the hours.',
     });
     const c = new AgentCaller(connectUrl(server, { token: server.key, agent_id: agentId, mode: 'chat' }), 24000);
     await c.opened;
@@ -182,6 +184,7 @@ describe('post-call analytics by the language model', () => {
     expect(analytics.dispositionMetrics[0]).toMatchObject({ identifier: 'topic', value: 'hours', confidence: 0.9, dispositionMetricType: 'STRING' });
     const request = mock.requests.filter((r) => r.body.stream === false).at(-1);
     expect(JSON.stringify(request?.body.messages)).toContain('Caller: When do you open?');
+    expect(String(request?.body.messages?.[0]?.content)).toContain("How to judge the call's disposition (the agent's callDispositionConfig): A call about opening hours is resolved when the caller heard the hours.");
   }, 30_000);
 });
 

@@ -10,6 +10,7 @@ import { transcribe } from './support/phone-server.js';
 import { STACK_HOST, killPeers, sippMessages, startSipp } from './support/sip-peers.js';
 import { WebhookReceiver } from './support/webhook-receiver.js';
 import { sipServerForSuite, workflowAgent } from './support/phone-server.js';
+import { mainBranchId } from './support/agents.js';
 
 const A = '/atoms/v1';
 
@@ -128,17 +129,44 @@ describe.each(testDialects())('outbound calls on %s', (dialect) => {
       expect((await server.request('DELETE', `${A}/sip-trunk/${trunk}`)).status).toBe(200);
     }
   }, 60_000);
-  it('records a busy callee (486) as failed with callFailureReason busy, and callStatus busy in post-conversation', async () => {
+  it('records a busy callee (486) as failed with callFailureReason busy; post-conversation has callStatus busy, the call\'s variables and the 11 standard keys, answerTime null; analytics with the agent\'s metrics', async () => {
     const carrier = await startSippCarrier({ answer: 486, calls: 1, timeoutS: 20 });
     const trunk = await outboundTrunk(server, carrier.port, { numbers: ['+15550200002'] });
+    const created = await server.request('POST', `${A}/agent`, {
+      body: {
+        name: 'Busy line',
+        workflowType: 'workflow_graph',
+        workflowGraph: { nodes: [{ id: 'a', type: 'end_call', text: 'Hello.' }], edges: [] },
+        defaultVariables: { plan: 'gold' },
+        postCallAnalyticsConfig: { dispositionMetrics: [{ identifier: 'topic', dispositionMetricPrompt: 'What was the call about?', dispositionMetricType: 'STRING' }] },
+      },
+    });
+    expect(created.status, created.text).toBe(201);
+    const busyAgent = created.body.data as string;
+    const busyHooks = new WebhookReceiver();
+    await busyHooks.start();
+    const hook = await server.request('POST', `${A}/webhook`, { body: { endpoint: busyHooks.url, events: [{ agentId: busyAgent, eventType: 'post-conversation' }] } });
+    expect(hook.status, hook.text).toBe(201);
     try {
-      const callId = await call('+15550200002');
+      const placed = await server.request('POST', `${A}/conversation/outbound`, { body: { agentId: busyAgent, phoneNumber: '+15550300001', fromNumber: '+15550200002', variables: { customer_name: 'Ada' } } });
+      expect(placed.status, placed.text).toBe(200);
+      const callId = placed.body.data.conversationId as string;
       const record = await settled(server, callId);
       expect(record).toMatchObject({ status: 'failed', type: 'telephony_outbound', callFailureReason: 'busy', endReason: 'busy' });
-      const post = await hooks.waitFor(callId, 'post-conversation');
-      expect(post.metadata.callData).toMatchObject({ callStatus: 'busy', callDirection: 'telephony_outbound' });
-      expect(hooks.of(callId, 'pre-conversation')).toHaveLength(1);
+      const post = await busyHooks.waitFor(callId, 'post-conversation');
+      expect(post.metadata.callData).toMatchObject({ callStatus: 'busy', callDirection: 'telephony_outbound', answerTime: null, callDuration: 0 });
+      const standard = ['call_id', 'user_number', 'agent_number', 'conversation_type', 'agent_gender', 'default_language', 'supported_languages', 'current_date', 'current_time', 'current_day', 'timezone'];
+      expect(Object.keys(post.metadata.variables)).toEqual(expect.arrayContaining([...standard, 'customer_name', 'plan']));
+      expect(post.metadata.variables).toMatchObject({ call_id: callId, customer_name: 'Ada', plan: 'gold', user_number: '+15550300001', agent_number: '+15550200002', conversation_type: 'telephonyOutbound' });
+      expect(record.variables).toMatchObject({ customer_name: 'Ada', plan: 'gold', call_id: callId });
+      let analyzed: any = null;
+      for (let i = 0; i < 100 && !analyzed; i++) {
+        analyzed = (await server.request('GET', `${A}/conversation/${callId}`)).body.data.postCallAnalytics;
+        if (!analyzed) await sleep(50);
+      }
+      expect(analyzed?.dispositionMetrics?.map((m: { identifier: string }) => m.identifier)).toEqual(['topic']);
     } finally {
+      busyHooks.close();
       await carrier.stop();
       expect((await server.request('DELETE', `${A}/sip-trunk/${trunk}`)).status).toBe(200);
     }
@@ -200,6 +228,76 @@ describe.each(testDialects())('outbound calls on %s', (dialect) => {
       expect((await server.request('DELETE', `${A}/sip-trunk/${trunk}`)).status).toBe(200);
     }
   }, 40_000);
+  it('cancels by the hosted SDK\'s body {callId, reason}: an answered call is ended (BYE), an ended one is 400, an unknown one 404; the path form takes only queued calls', async () => {
+    const sipp = await startSipp({ scenario: 'uas', calls: 1, timeoutS: 40 });
+    const trunk = await outboundTrunk(server, sipp.port, { numbers: ['+15550200010'] });
+    const waiting = await workflowAgent(server, 'Hello, this is Parley. Take your time.');
+    try {
+      const cancel = (body: unknown) => server.request('POST', `${A}/conversation/cancel`, { body });
+      const missing = await cancel({ reason: 'x' });
+      expect(missing.status, missing.text).toBe(400);
+      expect(missing.body.errors).toContain('callId: required');
+      expect((await cancel({ callId: 7 })).body.errors).toContain('callId: must be a call id string');
+      expect((await cancel({ callId: 'CALL-1700000000000-abcdef' })).status).toBe(404);
+      const placed = await server.request('POST', `${A}/conversation/outbound`, { body: { agentId: waiting, phoneNumber: '+15550300010', fromNumber: '+15550200010' } });
+      expect(placed.status, placed.text).toBe(200);
+      const callId = placed.body.data.conversationId as string;
+      await waitForStatus(server, callId, (s) => s === 'in_progress', 15_000);
+      const notQueued = await server.request('POST', `${A}/conversation/${callId}/cancel`);
+      expect(notQueued.status, notQueued.text).toBe(400);
+      expect(notQueued.text).toMatch(/is not in queue and cannot be cancelled/);
+      const ended = await cancel({ callId, reason: 'the customer asked us to stop' });
+      expect(ended.status, ended.text).toBe(200);
+      expect(ended.body.data).toEqual({ callId, status: 'cancelled', previousStatus: 'in_progress' });
+      expect(await settled(server, callId)).toMatchObject({ status: 'completed', endReason: 'canceled' });
+      const done = await sipp.done;
+      expect(sippMessages(done.messages).some((m) => m.direction === 'received' && m.method === 'BYE')).toBe(true);
+      const again = await cancel({ callId });
+      expect(again.status).toBe(400);
+      expect(again.text).toMatch(/already completed and cannot be cancelled/);
+      expect((await server.request('POST', `${A}/conversation/CALL-1700000000000-abcdef/cancel`)).status).toBe(404);
+    } finally {
+      sipp.kill();
+      expect((await server.request('DELETE', `${A}/sip-trunk/${trunk}`)).status).toBe(200);
+    }
+  }, 60_000);
+
+  it('places a telephony test call (mode telephony, toPhone) from the agent\'s caller ID, running the open draft; it is recorded isTest', async () => {
+    const sipp = await startSipp({ scenario: 'uas', calls: 1, timeoutS: 40 });
+    const trunk = await outboundTrunk(server, sipp.port, { numbers: ['+15550200011'] });
+    const tested = await workflowAgent(server, 'Live hello.');
+    try {
+      const main = await mainBranchId(server, tested);
+      const testCall = (body: unknown) => server.request('POST', `${A}/agent/${tested}/branches/${main}/test-call`, { body });
+      // No number to call from yet.
+      const draft = await server.request('PUT', `${A}/agent/${tested}/branches/${main}/draft`, { body: { workflowGraph: { nodes: [{ id: 'a', type: 'end_call', text: 'Draft hello, goodbye.' }], edges: [] } } });
+      expect(draft.status, draft.text).toBe(200);
+      const noFrom = await testCall({ mode: 'telephony', toPhone: '+15550300011', includeDraft: true });
+      expect(noFrom.status, noFrom.text).toBe(400);
+      expect(noFrom.text).toMatch(/fromNumber: required: the agent has no number to call from/);
+      expect((await testCall({ mode: 'telephony' })).body.errors).toContain('toPhone: required with mode telephony (the E.164 number the agent calls)');
+      expect((await testCall({ mode: 'webcall', toPhone: '+15550300011' })).body.errors).toContain('toPhone: only with mode telephony');
+      const callerId = await server.request('POST', `${A}/agent/${tested}/caller-ids`, { body: { sipTrunkId: trunk, phoneNumber: '+15550200011' } });
+      expect(callerId.status, callerId.text).toBeLessThan(300);
+      const placed = await testCall({ mode: 'telephony', toPhone: '+15550300011', includeDraft: true, variables: { customer_name: 'Ada' } });
+      expect(placed.status, placed.text).toBe(200);
+      expect(placed.body.data).toMatchObject({ mode: 'telephony', toPhone: '+15550300011', fromNumber: '+15550200011', target: 'draft' });
+      expect(placed.body.data.token).toBeUndefined();
+      const callId = placed.body.data.callId as string;
+      expect(placed.body.data.conversationId).toBe(callId);
+      const record = await settled(server, callId);
+      expect(record).toMatchObject({ status: 'completed', type: 'telephony_outbound', isTest: true, from: '+15550200011', to: '+15550300011' });
+      expect(record.transcript.map((t: { content: string }) => t.content).join(' ')).toMatch(/Draft hello/);
+      expect(record.variables).toMatchObject({ customer_name: 'Ada' });
+      const invite = sippMessages((await sipp.done).messages).find((m) => m.direction === 'received' && m.method === 'INVITE');
+      expect(invite?.startLine).toMatch(/^INVITE sip:\+15550300011@/);
+    } finally {
+      sipp.kill();
+      await server.request('DELETE', `${A}/agent/${tested}/caller-ids/${encodeURIComponent('+15550200011')}`);
+      expect((await server.request('DELETE', `${A}/sip-trunk/${trunk}`)).status).toBe(200);
+    }
+  }, 60_000);
+
   it('dials from the deprecated fromProductId, and from the caller-ids default when fromNumber is omitted, with Deprecation: true', async () => {
     const sipp = await startSippCarrier({ answer: 486, calls: 2, timeoutS: 20 });
     // The legacy import: an inbound trunk with the number, an outbound trunk to the carrier; its product id names the number.

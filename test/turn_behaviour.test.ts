@@ -1,6 +1,7 @@
 // Turn-taking behaviour of an agent session on scripted inputs: a VAD that says what each 32 ms window is, a
 // recognizer that says what each speculation heard, a synthesizer that returns so many ms of audio, and a fake clock.
-// No models, no server: the session's own logic (endpointing, barge-in, backchannels, idle, cancel) on the audio clock.
+// No models, no server: the session's own logic (endpointing, barge-in, backchannels, idle, cancel, the agent's audio
+// options) on the audio clock.
 import { describe, expect, it } from 'vitest';
 import { AgentSession, type SessionEvent } from '../engine/agent/session.js';
 import type { AgentSpec, Brain, BrainEvent } from '../engine/agent/types.js';
@@ -134,6 +135,7 @@ interface Setup {
   /** Audio per synthesized phrase, and how long synthesis takes. */
   phraseMs?: number;
   synthDelayMs?: number;
+  mode?: 'webcall' | 'chat';
 }
 
 function call(setup: Setup = {}) {
@@ -144,7 +146,7 @@ function call(setup: Setup = {}) {
   const b = brain(setup.opening ?? '', setup.answer ?? (() => 'Sure.'));
   const events: (SessionEvent & { at: number })[] = [];
   const session = new AgentSession({
-    mode: 'webcall',
+    mode: setup.mode ?? 'webcall',
     conversationType: 'webcall',
     spec: spec(setup.spec),
     brain: b.brain,
@@ -392,5 +394,136 @@ describe('idle and cancel', () => {
     expect(c.synthesizer.phrases.every((p) => p.signal?.aborted)).toBe(true);
     expect(c.truncated).toEqual(['']);
     expect(c.session.cancelResponse()).toBe(false);
+  });
+});
+
+describe('audio options', () => {
+  const long = 'Thanks for calling the Riverside clinic, we are open every day from eight until six.';
+  const rmsDb = (x: Float32Array) => 10 * Math.log10(x.reduce((a, v) => a + v * v, 0) / Math.max(1, x.length));
+  const join = (events: { samples: Float32Array }[]) => {
+    const out = new Float32Array(events.reduce((n, e) => n + e.samples.length, 0));
+    let at = 0;
+    for (const e of events) {
+      out.set(e.samples, at);
+      at += e.samples.length;
+    }
+    return out;
+  };
+
+  it('muteUserUntilFirstBotResponse: speech during the greeting is not heard at all; once it has played out, it is', async () => {
+    const c = call({ opening: long, phraseMs: 3000, spec: { muteUserUntilFirstBotResponse: true } });
+    c.session.start();
+    await c.clock.advance(1000);
+    c.recognizer.texts.push('Wait, stop.');
+    await c.speak(1500);
+    await c.silence(300);
+    // Not even the VAD ran: every window the test queued for it is still there.
+    expect(c.vad.queue.length).toBe(Math.ceil(1500 / WIN_MS) + Math.ceil(300 / WIN_MS));
+    for (const type of ['agent_audio_paused', 'user_speech_started', 'interruption', 'user_transcript'] as const) expect(c.first(type), type).toBeUndefined();
+    expect(c.recognizer.heard).toEqual([]);
+    c.vad.queue.length = 0;
+    c.recognizer.texts.length = 0;
+    // The greeting plays out whole.
+    await c.clock.advance(8000);
+    const ended = c.first('agent_turn_ended')!;
+    expect(ended).toMatchObject({ status: 'completed', text: long });
+    const audioMs = (c.all('audio').reduce((n, e) => n + e.samples.length, 0) * 1000) / RATE;
+    expect(ended.at - c.first('agent_start_talking')!.at).toBeGreaterThanOrEqual(audioMs);
+    c.recognizer.texts.push('I need to move my appointment.');
+    await c.speak(600);
+    await c.silence(400);
+    expect(c.first('user_speech_started')).toBeDefined();
+    expect(c.first('user_transcript')).toMatchObject({ text: 'I need to move my appointment.' });
+  });
+
+  it('muteUserUntilFirstBotResponse: the mute ends with the first reply however it ends (typed text over it); text is never muted', async () => {
+    const c = call({ opening: long, phraseMs: 3000, spec: { muteUserUntilFirstBotResponse: true } });
+    c.session.start();
+    await c.clock.advance(1000);
+    c.session.sendText('Can I book for Monday?');
+    expect(c.first('agent_turn_ended')).toMatchObject({ status: 'interrupted' });
+    expect(c.first('user_transcript')).toMatchObject({ text: 'Can I book for Monday?' });
+    await c.clock.advance(4000);
+    c.recognizer.texts.push('Thank you.');
+    await c.speak(500);
+    await c.silence(400);
+    expect(c.all('user_transcript').map((e) => e.text)).toEqual(['Can I book for Monday?', 'Thank you.']);
+
+    // Chat: text before the first response is answered as always.
+    const chat = call({ mode: 'chat', opening: 'Hello, how can I help?', spec: { muteUserUntilFirstBotResponse: true } });
+    chat.session.start();
+    chat.session.sendText('Hi');
+    await chat.clock.advance(100);
+    expect(chat.first('user_transcript')).toMatchObject({ text: 'Hi' });
+    expect(chat.all('agent_transcript').map((e) => e.text)).toEqual(['Sure.']);
+  });
+
+  it('muteUserUntilFirstBotResponse with waitForUserToSpeakFirst: no first reply to wait for, the caller is heard', async () => {
+    const c = call({ spec: { muteUserUntilFirstBotResponse: true, waitForUserToSpeakFirst: true } });
+    c.session.start();
+    c.recognizer.texts.push('Hello?');
+    await c.speak(400);
+    await c.silence(400);
+    expect(c.first('user_transcript')).toMatchObject({ text: 'Hello?' });
+  });
+
+  it('backgroundSound: one continuous real-time stream for the whole call, the agent over the ambience, the ambience alone between turns', async () => {
+    const c = call({ opening: 'Hello there.', phraseMs: 1000, spec: { backgroundSound: 'office' } });
+    c.session.start();
+    const sentMs = () => (c.all('audio').reduce((n, e) => n + e.samples.length, 0) * 1000) / RATE;
+    // Never behind real time by more than a frame, never ahead by more than the pacer's lead and a frame.
+    for (let t = 0; t < 5000; t += 100) {
+      await c.clock.advance(100);
+      const ahead = sentMs() - c.clock.now();
+      expect(ahead, `at ${c.clock.now()} ms`).toBeGreaterThanOrEqual(-20);
+      expect(ahead, `at ${c.clock.now()} ms`).toBeLessThanOrEqual(80 + 20);
+    }
+    const ended = c.first('agent_turn_ended')!;
+    expect(ended).toMatchObject({ status: 'completed', text: 'Hello there.' });
+    // The turn ends when its last sample has played: after the ambience queued before it and its second of audio.
+    expect(ended.at - c.first('agent_start_talking')!.at).toBeGreaterThanOrEqual(1000);
+    expect(ended.at - c.first('agent_start_talking')!.at).toBeLessThanOrEqual(1000 + 40 + 20);
+    // The synthesizer's audio is silence here: every frame, the agent's included, is the ambience at its level.
+    const quiet = join(c.all('audio').filter((e) => e.at > ended.at));
+    expect(quiet.length / RATE).toBeGreaterThan(3);
+    expect(rmsDb(quiet)).toBeGreaterThan(-38);
+    expect(rmsDb(quiet)).toBeLessThan(-32);
+    for (const e of c.all('audio')) expect(rmsDb(e.samples)).toBeGreaterThan(-70);
+    c.session.end('client_requested');
+    const frames = c.all('audio').length;
+    await c.clock.advance(1000);
+    expect(c.all('audio').length).toBe(frames);
+
+    // Off: nothing at all between the agent's turns.
+    const off = call({ opening: 'Hello there.', phraseMs: 1000 });
+    off.session.start();
+    await off.clock.advance(5000);
+    const offEnded = off.first('agent_turn_ended')!;
+    expect(off.all('audio').length).toBeGreaterThan(0);
+    expect(off.all('audio').filter((e) => e.at > offEnded.at)).toEqual([]);
+  });
+
+  it('backgroundSound: barge-in is unchanged (held: nothing goes out; interrupted: the ambience goes on)', async () => {
+    const c = call({ opening: long, phraseMs: 4000, answer: () => 'Of course.', spec: { backgroundSound: 'cafe' } });
+    c.session.start();
+    await c.clock.advance(1000);
+    c.recognizer.texts.push('I need to move my appointment.');
+    await c.speak(2 * WIN_MS);
+    const paused = c.first('agent_audio_paused')!;
+    expect(paused).toBeDefined();
+    const framesAtPause = c.all('audio').length;
+    await c.speak(1100);
+    const interruption = c.first('interruption')!;
+    expect(interruption.at - paused.at).toBeGreaterThanOrEqual(900);
+    expect(c.all('audio').filter((e) => e.at < interruption.at).length).toBe(framesAtPause);
+    await c.silence(400);
+    expect(c.types()).toEqual([
+      'agent_turn_started', 'agent_start_talking', 'agent_audio_paused', 'user_speech_started', 'interruption',
+      'agent_stop_talking', 'agent_transcript', 'agent_turn_ended', 'user_speech_stopped', 'user_transcript_delta',
+      'user_transcript', 'agent_turn_started', 'agent_start_talking', 'turn_metrics',
+    ]);
+    // After the interruption the stream restarts at once (the transport dropped what it had queued).
+    const after = c.all('audio').filter((e) => e.at >= interruption.at && e.at < c.all('agent_start_talking')[1]!.at);
+    expect(after.length).toBeGreaterThan(0);
   });
 });

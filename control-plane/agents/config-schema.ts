@@ -2,12 +2,28 @@
 import { z } from 'zod';
 import { transferOptionSchema, transferSettingsShape, workflowGraphSchema } from '../../engine/agent/brains/workflow-schema.js';
 import { canonicalZone, timezoneSchema } from './timezone.js';
+import { EgressError, checkEgressStatic } from '../../engine/net/egress.js';
+import { PLACEHOLDER, headerName, headerValue, responseVariablesSchema, templatedUrl, toolAuthSchema } from '../tools/definition.js';
 
 const LANGS = ['en', 'hi', 'mr', 'gu', 'ta', 'es', 'north_indic', 'bn', 'or'] as const;
 const HTTP_METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'] as const;
 const E164 = /^\+[1-9]\d{6,14}$/;
 const noSpaces = z.string().min(1).max(64).regex(/^\S+$/, 'must not contain spaces');
 const range = (min: number, max: number) => z.number().min(min).max(max);
+
+/** The server's egress policy for URLs an agent's configuration names (PARLEY_ALLOW_PRIVATE_EGRESS; set at start). */
+const egressPolicy = { allowPrivate: false };
+export function setConfigEgressPolicy(allowPrivate: boolean): void {
+  egressPolicy.allowPrivate = allowPrivate;
+}
+/** A URL the egress policy refuses without DNS (a private or loopback literal, metadata, localhost) is a 400 at write time. */
+function refuseEgress(raw: string, ctx: z.RefinementCtx): void {
+  try {
+    checkEgressStatic(new URL(raw.replace(PLACEHOLDER, 'x')), egressPolicy);
+  } catch (err) {
+    if (err instanceof EgressError) ctx.addIssue({ code: 'custom', message: err.message });
+  }
+}
 
 const language = z
   .object({
@@ -99,8 +115,22 @@ export const CONFIG_FIELDS: Record<string, z.ZodTypeAny> = {
   voiceMailDetectionConfig: z.object({ enabled: z.boolean(), endText: z.string().max(200).optional() }).passthrough(),
   defaultVariables: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.union([z.string(), z.number(), z.boolean()])),
   preCallAPI: z
-    .object({ isEnabled: z.boolean().optional(), url: z.string().url(), method: z.enum(HTTP_METHODS), timeout: z.number().int().min(1).max(30).optional() })
-    .passthrough(),
+    .object({
+      isEnabled: z.boolean().optional(),
+      url: templatedUrl.superRefine(refuseEgress),
+      method: z.enum(HTTP_METHODS),
+      timeout: z.number().int().min(1).max(30).optional(),
+      headers: z.record(headerName, headerValue).optional(),
+      queryParams: z.record(z.string().min(1).max(200), z.union([z.string().max(4000), z.number(), z.boolean()])).optional(),
+      body: z.record(z.unknown()).optional(),
+      responseVariables: responseVariablesSchema.optional(),
+      /** Our field: credentials from the vault by secret name, as a library tool's `auth`. */
+      auth: toolAuthSchema.optional(),
+    })
+    .strict()
+    .superRefine((v, ctx) => {
+      if (v.method === 'GET' && v.body !== undefined) ctx.addIssue({ code: 'custom', path: ['body'], message: 'a GET request cannot carry a body' });
+    }),
   timezone: timezoneSchema,
   globalKnowledgeBaseId: z.string().max(100),
   voiceDetectionConfig: z

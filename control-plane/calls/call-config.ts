@@ -78,6 +78,16 @@ export async function resolveCallConfig(db: Db, actor: Actor, agentId: string, t
   }
 }
 
+/**
+ * The target of a call queued pinned to revisions row `revisionId` (an outbound call's `versionId`, a telephony test
+ * call's draft or revision): a draft row runs while it is still open, a committed one as a revision.
+ */
+export async function pinnedTarget(db: Db, revisionId: string | null): Promise<CallTarget> {
+  if (!revisionId) return { kind: 'live' };
+  const row = await revisionRow(db, revisionId);
+  return row?.status === 'draft' ? { kind: 'v1draft', draftId: revisionId } : { kind: 'revision', revisionId };
+}
+
 /** The target a redeemed `wct_` token pins (for the agent WebSocket). */
 export function callTargetOfClaims(claims: Pick<CallTokenClaims, 'configSource' | 'branchId' | 'revisionId'>): CallTarget {
   if (claims.configSource === 'draft' && claims.revisionId) {

@@ -214,6 +214,8 @@ function callDto(row: CallRow, agent: AgentBrief, entries: TranscriptEntry[], re
     callFailureReason: row.status === 'failed' ? row.end_reason : null,
     retryCallId,
     postCallAnalytics: postCallAnalytics(metrics),
+    // The agent's pre-call API, when it has one: `{ok, status, latencyMs, error, variables}` (the names it set).
+    preCallApi: (metrics?.preCallApi as Record<string, unknown> | undefined) ?? null,
     turnLatencyMetrics: turnLatencyMetrics(metrics, row.updated_at, row.started_at),
     turnMetrics: Array.isArray(metrics?.turns) ? metrics.turns : null,
     voiceConfigUsed: parseJson<Record<string, unknown>>(row.voice_config),

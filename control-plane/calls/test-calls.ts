@@ -1,6 +1,9 @@
 // Test calls: resolve a branch's draft or revision (or a v1 draft/version) and mint a wct_ token pinned to exactly that config.
 import type { Db } from '../store/db.js';
-import { badRequest, conflict } from '../errors.js';
+import { ApiError, badRequest, conflict } from '../errors.js';
+import { callerIdsOf, findDialingNumber } from '../telephony/dialing.js';
+import { agentAnswers } from '../telephony/sources.js';
+import { E164 } from '../telephony/validation.js';
 import { loadAgent, type Actor } from '../agents/agents.js';
 import { loadBranch } from '../agents/branches.js';
 import { resolveCallConfig, type CallTarget, type ResolvedCallConfig } from './call-config.js';
@@ -13,8 +16,11 @@ import { z } from 'zod';
 export interface TestCallRequest {
   target?: 'draft' | 'revision';
   revisionId?: string;
-  mode: CallMode;
+  /** `telephony`: an outbound phone call to `toPhone` (see placeTelephonyTestCall); else a wct_ token. */
+  mode: CallMode | 'telephony';
   variables: CallVariables;
+  toPhone?: string;
+  fromNumber?: string;
 }
 
 export interface ResolvedTestCall extends ResolvedCallConfig {
@@ -43,11 +49,14 @@ export interface TestCallGrant {
   branchId: string | null;
 }
 
-/** `mode`: webcall (default) or chat; telephony test calls are refused by name. */
-const modeField = z
-  .enum(['webcall', 'chat'], { errorMap: (_issue, ctx) => ({ message: ctx.data === 'telephony' ? 'telephony test calls are not available yet; use webcall or chat' : 'must be chat or webcall' }) })
+/** `mode`: webcall (default), chat, or telephony (an outbound call to `toPhone`). */
+const modeField = z.enum(['webcall', 'chat', 'telephony'], says('must be webcall, chat or telephony')).optional().describe('Default webcall; telephony places an outbound call to `toPhone`.');
+const toPhoneField = z.string(says('must be an E.164 phone number such as +15550100')).regex(E164, 'must be an E.164 phone number such as +15550100').optional().describe('Required with mode telephony: the number the agent calls.');
+const fromNumberField = z
+  .string(says('must be an E.164 phone number such as +15550100'))
+  .regex(E164, 'must be an E.164 phone number such as +15550100')
   .optional()
-  .describe('Default webcall.');
+  .describe("Mode telephony: the number to call from (default: the agent's first caller ID, else a number that answers to it).");
 
 /**
  * `POST .../branches/{branchId}/test-call` (the wire's `TestCallV2Request`; unknown fields are ignored). Checked in
@@ -58,15 +67,26 @@ export const testCallBody = bodyObject({
   target: z.enum(['draft', 'revision'], says('must be draft or revision')).optional(),
   revisionId: z.string(says('must be a 24-hex revision id')).regex(/^[a-f\d]{24}$/).optional(),
   mode: modeField,
+  toPhone: toPhoneField,
+  fromNumber: fromNumberField,
   variables: callVariablesField,
 });
 
 /** `POST` of a v1 draft's or version's test call (deprecated); unknown fields are ignored. */
 export const v1TestCallBody = bodyObject({
   mode: modeField,
-  toPhone: z.string(says('must be a string')).optional(),
+  toPhone: toPhoneField,
+  fromNumber: fromNumberField,
   variables: callVariablesField,
 });
+
+/** `toPhone` and `fromNumber` belong to telephony test calls only; telephony needs `toPhone`. */
+function checkPhoneFields(input: Record<string, unknown>, errors: string[]): void {
+  const telephony = input.mode === 'telephony';
+  if (telephony && input.toPhone === undefined) errors.push('toPhone: required with mode telephony (the E.164 number the agent calls)');
+  if (!telephony && input.toPhone !== undefined && input.toPhone !== null) errors.push('toPhone: only with mode telephony');
+  if (!telephony && input.fromNumber !== undefined) errors.push('fromNumber: only with mode telephony');
+}
 
 /**
  * Validates a v2 test-call body (the wire's `TestCallV2Request`; unknown fields are ignored, so later fields such as
@@ -82,7 +102,8 @@ export function parseTestCallBody(body: unknown): TestCallRequest {
   if (target === 'draft' && revisionId !== undefined) errors.push('revisionId: only with target revision');
   if (includeDraft === true && (revisionId !== undefined || target === 'revision')) errors.push('includeDraft: true excludes revisionId (a draft or a revision, not both)');
   if (includeDraft === false && target === 'draft') errors.push('includeDraft: false contradicts target draft');
-  const mode = (input.mode ?? 'webcall') as CallMode;
+  checkPhoneFields(input, errors);
+  const mode = (input.mode ?? 'webcall') as TestCallRequest['mode'];
   const vars = parseCallVariables(input.variables);
   for (const e of vars.errors) if (!errors.includes(e)) errors.push(e);
   if (errors.length) throw badRequest(errors);
@@ -92,6 +113,8 @@ export function parseTestCallBody(body: unknown): TestCallRequest {
     ...(revisionId !== undefined ? { revisionId: revisionId as string } : {}),
     mode,
     variables: vars.variables,
+    ...(typeof input.toPhone === 'string' ? { toPhone: input.toPhone } : {}),
+    ...(typeof input.fromNumber === 'string' ? { fromNumber: input.fromNumber } : {}),
   };
 }
 
@@ -146,9 +169,14 @@ export async function grantTestCall(db: Db, actor: Actor, resolved: ResolvedTest
   };
 }
 
-/** `POST /agent/{id}/branches/{branchId}/test-call`: resolve, then mint. */
-export async function mintTestCall(db: Db, actor: Actor, agentId: string, branchId: string, req: TestCallRequest, host: string): Promise<TestCallGrant> {
-  return grantTestCall(db, actor, await resolveTestCall(db, actor, agentId, branchId, req), req.mode, req.variables, host);
+/** `POST /agent/{id}/branches/{branchId}/test-call`: resolve, then mint (or, mode telephony, place the call). */
+export async function mintTestCall(db: Db, actor: Actor, agentId: string, branchId: string, req: TestCallRequest, host: string, telephony: QueueTestCall | null): Promise<TestCallGrant | TelephonyTestCall> {
+  const resolved = await resolveTestCall(db, actor, agentId, branchId, req);
+  if (req.mode === 'telephony') {
+    if (!telephony) throw new ApiError(503, 'Telephony is off on this server (PARLEY_SIP_PORT=off): it places no calls');
+    return placeTelephonyTestCall(db, actor, resolved, { toPhone: req.toPhone as string, fromNumber: req.fromNumber, variables: req.variables }, telephony);
+  }
+  return grantTestCall(db, actor, resolved, req.mode, req.variables, host);
 }
 
 /** Legacy v1 `POST /agent/{id}/drafts/{draftId}/test-call` and `/versions/{versionId}/test-call` (a versionId is a revisionId). */
@@ -159,15 +187,75 @@ export async function mintV1TestCall(
   of: { draftId: string } | { versionId: string },
   body: unknown,
   host: string,
-): Promise<TestCallGrant> {
+  telephony: QueueTestCall | null,
+): Promise<TestCallGrant | TelephonyTestCall> {
   const { errors } = checkBody(v1TestCallBody, body);
   if (errors[0] === NOT_AN_OBJECT) throw badRequest(errors);
   const input = body as Record<string, unknown>;
-  const mode = (input.mode ?? 'webcall') as CallMode;
+  checkPhoneFields(input, errors);
+  const mode = (input.mode ?? 'webcall') as TestCallRequest['mode'];
   const vars = parseCallVariables(input.variables);
   for (const e of vars.errors) if (!errors.includes(e)) errors.push(e);
   if (errors.length) throw badRequest(errors);
   const target: CallTarget = 'draftId' in of ? { kind: 'v1draft', draftId: of.draftId } : { kind: 'revision', revisionId: of.versionId };
-  const resolved = await resolveCallConfig(db, actor, agentId, target);
-  return grantTestCall(db, actor, { ...resolved, target: 'draftId' in of ? 'draft' : 'revision' }, mode, vars.variables, host);
+  const resolved: ResolvedTestCall = { ...(await resolveCallConfig(db, actor, agentId, target)), target: 'draftId' in of ? 'draft' : 'revision' };
+  if (mode === 'telephony') {
+    if (!telephony) throw new ApiError(503, 'Telephony is off on this server (PARLEY_SIP_PORT=off): it places no calls');
+    return placeTelephonyTestCall(db, actor, resolved, { toPhone: input.toPhone as string, fromNumber: input.fromNumber as string | undefined, variables: vars.variables }, telephony);
+  }
+  return grantTestCall(db, actor, resolved, mode, vars.variables, host);
+}
+
+/** Queues an outbound call (the outbound route's checks, pace and queue) pinned to a resolved configuration. */
+export type QueueTestCall = (actor: Actor, body: Record<string, unknown>, pinned: { revisionId: string | null }) => Promise<{ conversationId: string }>;
+
+export interface TelephonyTestCall {
+  conversationId: string;
+  callId: string;
+  mode: 'telephony';
+  toPhone: string;
+  fromNumber: string;
+  target: ResolvedTestCall['target'];
+  revisionId: string | null;
+  draftId: string | null;
+  branchId: string | null;
+}
+
+/**
+ * A telephony test call: an outbound call from the agent's number (`fromNumber`, else its first caller ID, else a
+ * number that answers to it and that the organization dials from) to `toPhone`, running exactly the resolved draft or
+ * revision. It goes through the outbound queue like any call (pace, do-not-call list, record `isTest`).
+ */
+export async function placeTelephonyTestCall(
+  db: Db,
+  actor: Actor,
+  resolved: ResolvedTestCall,
+  req: { toPhone: string; fromNumber?: string; variables: CallVariables },
+  queue: QueueTestCall,
+): Promise<TelephonyTestCall> {
+  const agentId = resolved.agent.id;
+  let fromNumber = req.fromNumber;
+  if (fromNumber === undefined) {
+    const candidates = [...(await callerIdsOf(db, agentId)).map((c) => c.phoneNumber), ...(await agentAnswers(db, agentId)).flatMap((a) => a.phoneNumbers)];
+    for (const n of candidates) {
+      if (await findDialingNumber(db, actor.orgId, n)) {
+        fromNumber = n;
+        break;
+      }
+    }
+    if (fromNumber === undefined) throw badRequest("fromNumber: required: the agent has no number to call from (add a caller ID with POST /agent/{id}/caller-ids, or send fromNumber)");
+  }
+  const pinned = resolved.configSource === 'live' ? null : resolved.revisionId;
+  const queued = await queue(actor, { agentId, phoneNumber: req.toPhone, fromNumber, variables: req.variables }, { revisionId: pinned });
+  return {
+    conversationId: queued.conversationId,
+    callId: queued.conversationId,
+    mode: 'telephony',
+    toPhone: req.toPhone,
+    fromNumber,
+    target: resolved.target,
+    revisionId: resolved.revisionId,
+    draftId: resolved.configSource === 'draft' ? resolved.revisionId : null,
+    branchId: resolved.branchId,
+  };
 }

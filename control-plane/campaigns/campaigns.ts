@@ -66,6 +66,8 @@ interface Counts {
   connected: number;
   retries: number;
   canceled: number;
+  /** Recipients skipped because their number is on the do-not-call list (outcome `dnc`). */
+  dnc: number;
 }
 
 async function countsOf(q: Db | Tx, campaignIds: string[]): Promise<Map<string, Counts>> {
@@ -83,16 +85,17 @@ async function countsOf(q: Db | Tx, campaignIds: string[]): Promise<Map<string, 
       sql<number>`sum(case when r.connected = 1 or c.status in ('in_progress', 'completed') then 1 else 0 end)`.as('connected'),
       sql<number>`sum(case when r.attempts > 1 then r.attempts - 1 else 0 end)`.as('retries'),
       sql<number>`sum(case when r.outcome = 'canceled' then 1 else 0 end)`.as('canceled'),
+      sql<number>`sum(case when r.outcome = 'dnc' then 1 else 0 end)`.as('dnc'),
     ])
     .where('r.campaign_id', 'in', campaignIds)
     .groupBy('r.campaign_id')
     .execute();
   return new Map(
-    rows.map((r) => [r.campaign_id, { total: Number(r.total), called: Number(r.called ?? 0), connected: Number(r.connected ?? 0), retries: Number(r.retries ?? 0), canceled: Number(r.canceled ?? 0) }]),
+    rows.map((r) => [r.campaign_id, { total: Number(r.total), called: Number(r.called ?? 0), connected: Number(r.connected ?? 0), retries: Number(r.retries ?? 0), canceled: Number(r.canceled ?? 0), dnc: Number(r.dnc ?? 0) }]),
   );
 }
 
-const NO_COUNTS: Counts = { total: 0, called: 0, connected: 0, retries: 0, canceled: 0 };
+const NO_COUNTS: Counts = { total: 0, called: 0, connected: 0, retries: 0, canceled: 0, dnc: 0 };
 
 /** The raw campaign document (as create answers it: `agentId`, `audienceId` as plain ids). */
 function campaignDoc(row: CampaignRow, counts: Counts): Record<string, unknown> {
@@ -113,6 +116,7 @@ function campaignDoc(row: CampaignRow, counts: Counts): Record<string, unknown> 
     scheduledAt: row.scheduled_at,
     pausedAt: row.paused_at,
     cancelledCallsCount: counts.canceled,
+    dncSkippedCount: counts.dnc,
     error: row.error,
     failedAt: row.failed_at,
     completedAt: row.completed_at,
@@ -296,7 +300,7 @@ export async function getCampaign(db: Db, actor: Actor, campaignId: string): Pro
   return {
     campaign,
     events: events.map((e) => ({ _id: e.id, triggerSource: e.trigger_source, eventAction: e.event_action, ...(e.detail ? { detail: e.detail } : {}), createdAt: e.created_at, updatedAt: e.created_at })),
-    metrics: { total_participants: counts.total, contacts_called: counts.called, contacts_connected: counts.connected },
+    metrics: { total_participants: counts.total, contacts_called: counts.called, contacts_connected: counts.connected, contacts_skipped_dnc: counts.dnc },
   };
 }
 

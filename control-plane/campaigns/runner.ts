@@ -14,6 +14,7 @@ import { newCallId } from '../calls/calls.js';
 import { parseCallVariables } from '../calls/variables.js';
 import { dialRoute, insertQueuedCall, waitingOn } from '../telephony/outbound.js';
 import { findDialingNumber } from '../telephony/dialing.js';
+import { DNC_REASON, listedSql, numbersText } from '../telephony/dnc.js';
 import type { CarrierSettings } from '../../server/settings.js';
 import { addCampaignEvent, moveCampaign, withdrawQueued, type CampaignRow, type RecipientRow } from './campaigns.js';
 
@@ -40,9 +41,11 @@ const FINAL = ['completed', 'failed', 'no_answer', 'cancelled'];
 /** A call whose record stays in progress this long after it started is taken for lost (its server died mid-call). */
 const LOST_CALL_MS = 3 * 3600 * 1000;
 
-type Outcome = 'completed' | 'busy' | 'no_answer' | 'failed' | 'canceled';
+type Outcome = 'completed' | 'busy' | 'no_answer' | 'failed' | 'canceled' | 'dnc';
 
 export function outcomeOfCall(status: string, endReason: string | null): Outcome {
+  // Taken out of the queue because its number was put on the do-not-call list: never dialed, never retried.
+  if (status === 'cancelled' && endReason === DNC_REASON) return 'dnc';
   if (status === 'completed') return 'completed';
   if (status === 'no_answer') return 'no_answer';
   if (status === 'cancelled') return 'canceled';
@@ -140,6 +143,7 @@ export class CampaignRunner {
       await this.fail(c, agent ? 'The agent is archived' : 'The agent was deleted');
       return 0;
     }
+    await this.skipListed(c);
     const calling = Number((await db.selectFrom('campaign_recipients').select((eb) => eb.fn.countAll().as('n')).where('campaign_id', '=', c.id).where('state', '=', 'calling').executeTakeFirstOrThrow()).n);
     let room = this.window - calling;
     let queued = 0;
@@ -200,8 +204,8 @@ export class CampaignRunner {
           .execute();
         outcome = 'failed';
       } else continue;
-      const retry = outcome !== 'completed' && outcome !== 'canceled' && r.attempts <= c.max_retries;
-      await db
+      const retry = outcome !== 'completed' && outcome !== 'canceled' && outcome !== 'dnc' && r.attempts <= c.max_retries;
+      const settled = await db
         .updateTable('campaign_recipients')
         .set({
           state: retry ? 'waiting' : 'done',
@@ -213,8 +217,32 @@ export class CampaignRunner {
         .where('id', '=', r.id)
         .where('state', '=', 'calling')
         .where('last_call_id', '=', r.last_call_id)
+        .returning('phone_number')
         .execute();
+      if (outcome === 'dnc' && settled.length) {
+        await addCampaignEvent(db, c.id, 'system', 'dnc_skipped', `Skipped ${settled[0]!.phone_number}: put on the do-not-call list while its call waited in the queue (call ${r.last_call_id}, cancelled, reason dnc)`);
+      }
     }
+  }
+
+  /**
+   * Recipients waiting for a call (first or retry) whose number is on the do-not-call list (the organization's, or the
+   * campaign agent's) are done, outcome `dnc`, without a call; one `dnc_skipped` event names them.
+   */
+  private async skipListed(c: CampaignRow): Promise<void> {
+    const skipped = await this.deps.db
+      .updateTable('campaign_recipients')
+      .set({ state: 'done', outcome: 'dnc', next_at: null, updated_at: nowIso() })
+      .where('campaign_id', '=', c.id)
+      .where('state', 'in', ['pending', 'waiting'])
+      .where(listedSql(sql.val(c.org_id), sql.val(c.agent_id), sql.ref('campaign_recipients.phone_number')))
+      .returning(['phone_number', 'position'])
+      .execute();
+    if (!skipped.length) return;
+    const numbers = skipped.sort((a, b) => a.position - b.position).map((r) => r.phone_number);
+    const detail = `Skipped ${numbers.length} recipient${numbers.length === 1 ? '' : 's'} on the do-not-call list: ${numbersText(numbers)}`;
+    await addCampaignEvent(this.deps.db, c.id, 'system', 'dnc_skipped', detail);
+    this.deps.logger.info({ campaignId: c.id, skipped: numbers.length }, 'campaign recipients on the do-not-call list skipped');
   }
 
   /**

@@ -578,6 +578,27 @@ const migrations: Record<string, Migration> = {
       if (postgres) await sql`ALTER TABLE recording_objects ALTER COLUMN bytes SET STORAGE EXTERNAL`.execute(db);
     },
   },
+  '0017_dnc_entries': {
+    async up(db: Kysely<any>) {
+      // The do-not-call list: per organization, each entry for the whole organization (scope 'org') or one agent
+      // (scope = the agent id). One number once per scope.
+      await db.schema
+        .createTable('dnc_entries')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('org_id', 'text', (c) => c.notNull().references('organizations.id').onDelete('cascade'))
+        .addColumn('phone_number', 'text', (c) => c.notNull())
+        .addColumn('agent_id', 'text')
+        .addColumn('scope', 'text', (c) => c.notNull())
+        .addColumn('reason', 'text')
+        .addColumn('source', 'text', (c) => c.notNull())
+        .addColumn('created_by', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addUniqueConstraint('dnc_entries_number', ['org_id', 'phone_number', 'scope'])
+        .execute();
+      await db.schema.createIndex('dnc_entries_list').on('dnc_entries').columns(['org_id', 'created_at']).execute();
+      await db.schema.createIndex('dnc_entries_agent').on('dnc_entries').columns(['org_id', 'agent_id']).execute();
+    },
+  },
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -465,7 +465,7 @@ export interface CampaignRecipientsTable {
   /** When a waiting recipient's retry is due. */
   next_at: string | null;
   last_call_id: string | null;
-  /** The last attempt's outcome: 'completed' | 'busy' | 'no_answer' | 'failed' | 'canceled'. */
+  /** The last attempt's outcome: 'completed' | 'busy' | 'no_answer' | 'failed' | 'canceled' | 'dnc' (on the do-not-call list: skipped, or its queued call taken back). */
   outcome: string | null;
   connected: Generated<number>;
   updated_at: string;
@@ -502,6 +502,25 @@ export interface RecordingObjectsTable {
   created_at: string;
 }
 
+/**
+ * A do-not-call entry (migration 0017): a number the organization must not call, for the whole organization
+ * (`agent_id` null) or for one agent's calls. `scope` is `org` or the agent id, so one number is listed once per
+ * scope (a unique key; NULLs would not collide in one).
+ */
+export interface DncEntriesTable {
+  id: string;
+  org_id: string;
+  /** E.164, normalized. */
+  phone_number: string;
+  agent_id: string | null;
+  scope: string;
+  reason: string | null;
+  /** 'manual' (added through the API); 'call_outcome' is kept for entries a call adds. */
+  source: string;
+  created_by: string;
+  created_at: string;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;
@@ -533,4 +552,5 @@ export interface Database {
   campaign_events: CampaignEventsTable;
   browser_sessions: BrowserSessionsTable;
   recording_objects: RecordingObjectsTable;
+  dnc_entries: DncEntriesTable;
 }

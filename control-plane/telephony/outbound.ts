@@ -5,7 +5,7 @@
 // A row's states: queued -> claimed (a dialer took it and prepares it) -> slotted (it will be sent at its pace slot:
 // from here on it may have been dialed) -> dialing (INVITE sent) -> done. A lapsed claim sends a claimed call back to
 // the queue and closes a slotted or dialing one as failed: never dialed twice.
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db, Tx } from '../store/db.js';
 import type { OutboundCallsTable } from '../store/schema.js';
 import { nowIso } from '../store/ids.js';
@@ -20,6 +20,7 @@ import { E164, carrierAddressKey, parseCarrierAddress } from './validation.js';
 import { NOT_AN_OBJECT, checkBody, says, strictBody } from '../validation.js';
 import { z } from 'zod';
 import { telephonyWindow } from './window.js';
+import { listedSql, refuseListed } from './dnc.js';
 
 export type OutboundRow = Selectable<OutboundCallsTable>;
 
@@ -81,7 +82,17 @@ const outboundBodyAfterWindow = strictBody(outboundShape);
 export const outboundCallBody = strictBody({ ...outboundShape, fromProductId: z.string(says('must be a product id')).min(1).optional().describe('Deprecated; only during the telephony migration window.') });
 
 /** `POST /conversation/outbound`: checks the request and queues the call; answers its conversation id at once. */
-export async function queueOutboundCall(deps: OutboundQueueDeps, actor: Actor, body: unknown, opts: { isTest: boolean }): Promise<QueuedOutbound> {
+export async function queueOutboundCall(
+  deps: OutboundQueueDeps,
+  actor: Actor,
+  body: unknown,
+  opts: {
+    isTest: boolean;
+    pinnedRevisionId?: string | null;
+    /** The request's name for the number called, in errors (default `phoneNumber`; a telephony test call's `toPhone`). */
+    phoneField?: string;
+  },
+): Promise<QueuedOutbound> {
   const { db } = deps;
   const window = await telephonyWindow(db);
   const checked = checkBody(window.open ? outboundCallBody : outboundBodyAfterWindow, body);
@@ -97,6 +108,8 @@ export async function queueOutboundCall(deps: OutboundQueueDeps, actor: Actor, b
   const agent = await loadAgent(db, actor, agentId);
   if (agent.archived) throw badRequest('agentId: the agent is archived');
   if (input.versionId !== undefined) await resolveCallConfig(db, actor, agentId, { kind: 'revision', revisionId: input.versionId as string });
+  // A number on the organization's do-not-call list (or the agent's) is not called.
+  await refuseListed(db, actor.orgId, agentId, input.phoneNumber as string, opts.phoneField ?? 'phoneNumber');
 
   let deprecated = false;
   let number: DialingNumber | null;
@@ -137,7 +150,8 @@ export async function queueOutboundCall(deps: OutboundQueueDeps, actor: Actor, b
       to: input.phoneNumber as string,
       from: number!.phoneNumber,
       route,
-      revisionId: (input.versionId as string | undefined) ?? null,
+      // A test call pins the draft or revision it resolved (a draft's id too: the dialer runs it while it is open).
+      revisionId: opts.pinnedRevisionId !== undefined ? opts.pinnedRevisionId : ((input.versionId as string | undefined) ?? null),
       variables: vars.variables,
       isTest: opts.isTest,
     }),
@@ -235,12 +249,19 @@ export async function queuedPaceKeys(db: Db): Promise<string[]> {
  * two dialers never get the same call. `skipOrgs`: organizations whose calls cannot start now (at their session cap),
  * so they do not hold up the others' calls behind them. Null when none is waiting.
  */
-export async function claimNext(db: Db, paceKey: string, owner: string, skipOrgs: readonly string[] = []): Promise<OutboundRow | null> {
-  for (let tries = 0; tries < 5; tries++) {
-    let q = db.selectFrom('outbound_calls').selectAll().where('state', '=', 'queued').where('pace_key', '=', paceKey);
+export async function claimNext(db: Db, paceKey: string, owner: string, skipOrgs: readonly string[] = []): Promise<(OutboundRow & { dncListed?: true }) | null> {
+  for (let tries = 0; tries < 5; ) {
+    let q = db
+      .selectFrom('outbound_calls')
+      .selectAll()
+      // Whether its number was put on the do-not-call list since it was queued (same query: no extra round trip).
+      .select(listedSql(sql.ref('outbound_calls.org_id'), sql.ref('outbound_calls.agent_id'), sql.ref('outbound_calls.to_number')).as('dnc_listed'))
+      .where('state', '=', 'queued')
+      .where('pace_key', '=', paceKey);
     if (skipOrgs.length) q = q.where('org_id', 'not in', [...skipOrgs]);
-    const next = await q.orderBy('queue_order').limit(1).executeTakeFirst();
-    if (!next) return null;
+    const found = await q.orderBy('queue_order').limit(1).executeTakeFirst();
+    if (!found) return null;
+    const { dnc_listed: listed, ...next } = found;
     const now = nowIso();
     const res = await db
       .updateTable('outbound_calls')
@@ -248,7 +269,10 @@ export async function claimNext(db: Db, paceKey: string, owner: string, skipOrgs
       .where('call_id', '=', next.call_id)
       .where('state', '=', 'queued')
       .executeTakeFirst();
-    if (Number(res.numUpdatedRows) === 1) return { ...next, state: 'claimed', claimed_by: owner, claimed_at: now };
+    // Listed since it was queued: claimed all the same, so that its dialer records it (cancelled, reason dnc) with
+    // its events; it is never dialed.
+    if (Number(res.numUpdatedRows) === 1) return { ...next, state: 'claimed', claimed_by: owner, claimed_at: now, ...(Number(listed) ? { dncListed: true as const } : {}) };
+    tries++;
   }
   return null;
 }
@@ -305,6 +329,12 @@ export async function reclaimExpired(db: Db, leaseMs: number): Promise<OutboundR
 /** Outbound rows of calls a cancel was asked for while they were slotted or dialing, held by `owner`. */
 export async function cancelRequested(db: Db, owner: string): Promise<string[]> {
   const rows = await db.selectFrom('outbound_calls').select('call_id').where('claimed_by', '=', owner).where('state', 'in', MAY_HAVE_RUNG).where('cancel_requested', '=', 1).execute();
+  return rows.map((r) => r.call_id);
+}
+
+/** Of the answered calls `callIds`, those whose cancel was asked for (by any server): their holder ends them. */
+export async function cancelRequestedOf(db: Db, callIds: string[]): Promise<string[]> {
+  const rows = await db.selectFrom('outbound_calls').select('call_id').where('call_id', 'in', callIds).where('state', '=', 'done').where('cancel_requested', '=', 1).execute();
   return rows.map((r) => r.call_id);
 }
 

@@ -7,17 +7,17 @@ export type { ApiCallToolDefinition, ClientToolDefinition, ToolAuth, ToolDefinit
 export const TOOL_TYPES = ['api_call', 'client_tool'] as const;
 const HTTP_METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'] as const;
 /** Same rule as the secrets vault's names. */
-const secretName = z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/, 'must be a secret name from the vault (1-100 letters, digits, _ . or -), never a value');
+export const secretName = z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/, 'must be a secret name from the vault (1-100 letters, digits, _ . or -), never a value');
 /** RFC 9110 token: what a header name may be. */
-const headerName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/, 'must be a valid HTTP header name');
-const headerValue = z.string().max(4000).regex(/^[^\r\n\0]*$/, 'must not contain line breaks');
+export const headerName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/, 'must be a valid HTTP header name');
+export const headerValue = z.string().max(4000).regex(/^[^\r\n\0]*$/, 'must not contain line breaks');
 /** Placeholders the executor fills: `{{ name }}`. */
 export const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g;
 
 const name = z.string().min(1).max(64).regex(/^\S+$/, 'must not contain spaces');
 const description = z.string().min(1).max(2000);
 
-const templatedUrl = z
+export const templatedUrl = z
   .string()
   .max(2000)
   .refine((raw) => {
@@ -27,6 +27,18 @@ const templatedUrl = z
       return false;
     }
   }, 'must be an http or https URL');
+
+/** `responseVariables`: where in a JSON answer each variable is read. */
+export const responseVariablesSchema = z
+  .array(
+    z
+      .object({
+        variableName: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'must start with a letter or _ and hold up to 64 letters, digits or _'),
+        jsonPath: z.string().min(1).max(500).regex(/^\$/, 'must be a JSONPath starting with $'),
+      })
+      .strict(),
+  )
+  .max(50);
 
 const keyValue = z.object({ key: z.string().min(1).max(200), value: z.string().max(4000) }).strict();
 const headerPair = z.object({ key: headerName, value: headerValue }).strict();
@@ -44,7 +56,7 @@ const llmParameter = z
     if (p.type === 'enum' && !p.values) ctx.addIssue({ code: 'custom', path: ['values'], message: 'required when type is enum' });
   });
 
-const auth = z.discriminatedUnion(
+export const toolAuthSchema = z.discriminatedUnion(
   'type',
   [
     z.object({ type: z.literal('none') }).strict(),
@@ -79,18 +91,8 @@ const apiCall = z
         });
       })
       .optional(),
-    responseVariables: z
-      .array(
-        z
-          .object({
-            variableName: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'must start with a letter or _ and hold up to 64 letters, digits or _'),
-            jsonPath: z.string().min(1).max(500).regex(/^\$/, 'must be a JSONPath starting with $'),
-          })
-          .strict(),
-      )
-      .max(50)
-      .default([]),
-    auth: auth.optional(),
+    responseVariables: responseVariablesSchema.default([]),
+    auth: toolAuthSchema.optional(),
   })
   .strict()
   .superRefine((d, ctx) => {

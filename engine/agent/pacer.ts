@@ -20,6 +20,12 @@ export interface PacerOptions {
   send(frame: Float32Array): void;
   /** Called once each time the queue runs empty after `finish()` (everything of the turn has been sent). */
   onDrained?(): void;
+  /**
+   * Audio sent before this turn's that is still to be played, ms (a continuous output: the call's ambience between
+   * turns, call-output.ts): a turn's playback starts that much after its first frame is sent. Absent: nothing is sent
+   * between turns, playback starts with the first frame.
+   */
+  backlogMs?: () => number;
   /** Its time and timers; `now` alone replaces just the time. */
   clock?: Clock;
   now?: () => number;
@@ -78,7 +84,7 @@ export class OutputPacer {
 
   /** Samples the listener has heard: real time since playback began (pauses excluded), at most what was sent. */
   heardSamples(): number {
-    return Math.min(this.sent, Math.floor((this.playedNow() * this.rate) / 1000));
+    return Math.max(0, Math.min(this.sent, Math.floor((this.playedNow() * this.rate) / 1000)));
   }
 
   /** Milliseconds until everything sent so far has been played. */
@@ -92,11 +98,13 @@ export class OutputPacer {
     this.segments.push({ text, from: this.total, to: this.total + samples.length });
     this.total += samples.length;
     if (samples.length) {
-      // After an underrun the listener heard silence: playback resumes from what was sent, not from the clock.
+      // After an underrun the listener heard silence (or the ambience sent meanwhile): playback resumes from what was
+      // sent (after that backlog), not from the clock.
       if (this.running && !this.paused && this.pending === 0) {
         const sentMs = (this.sent * 1000) / this.rate;
-        if (this.playedNow() > sentMs) {
-          this.playedMs = sentMs;
+        const backlog = this.opts.backlogMs?.();
+        if (backlog !== undefined || this.playedNow() > sentMs) {
+          this.playedMs = sentMs - (backlog ?? 0);
           this.clockAt = this.now();
         }
       }
@@ -186,6 +194,7 @@ export class OutputPacer {
     if (!this.running && this.pendingSamples > 0) {
       this.running = true;
       this.clockAt = this.now();
+      this.playedMs = -(this.opts.backlogMs?.() ?? 0);
     }
     this.tick();
   }

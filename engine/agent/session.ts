@@ -14,16 +14,19 @@
 //   that are not a backchannel, interrupt it (queued audio dropped, the transcript cut to what was played); else it
 //   plays on.
 // - Idle (idle.ts): reprompts after the caller's silence, then `idle_timeout`; sessionTimeoutSeconds: `session_timeout`.
+// - Audio options: muteUserUntilFirstBotResponse and denoise on the caller's audio (caller-input.ts); backgroundSound,
+//   an ambience under the agent's audio and between its turns (call-output.ts).
 // - Transfer: once the words before a transfer have played (or the caller has talked over them), the host
 //   (opts.transfer) carries it out while caller input is ignored; done, the session ends `transferred`; refused, the
 //   agent says why and the conversation goes on.
 import { KEYPAD, keypressText } from './keypad.js';
-import { qualityFor } from '../audio/resample.js';
 import { QueueFullError } from '../models/queue.js';
 import { realClock, sleep, type Clock } from '../ports.js';
 import { spokenText, type SpeechState } from '../turn/speech-tracker.js';
 import { SR, UserTurnRecognizer, WIN, WIN_MS, type HeardTurn } from '../turn/user-turn.js';
 import { BargeIn } from './barge-in.js';
+import { CallOutput } from './call-output.js';
+import { CallerInput, callerTurns } from './caller-input.js';
 import type { CloseReason, InterruptionRecord, SessionOptions, TranscriptEntry, TransferOutcome, TransferRequest, TurnMetrics } from './session-types.js';
 import { handoffText, voiceClip } from './handoff.js';
 import { CallTimers, idleSeconds } from './idle.js';
@@ -47,6 +50,8 @@ export class AgentSession {
   /** The caller's turns (voice sessions only). */
   private readonly turns: UserTurnRecognizer<HeardTurn> | null;
   private readonly pacer: OutputPacer | null;
+  private readonly output: CallOutput | null;
+  private readonly input: CallerInput;
   private readonly bargeIn: BargeIn | null;
   private readonly timers: CallTimers;
   /** What the agent said last (the question a reply answers). */
@@ -65,6 +70,7 @@ export class AgentSession {
   constructor(private readonly opts: SessionOptions) {
     const spec = opts.spec;
     const clock = (this.clock = opts.clock ?? realClock);
+    this.input = new CallerInput({ mute: spec.muteUserUntilFirstBotResponse, denoise: spec.denoise });
     this.timers = new CallTimers({
       clock,
       idleSeconds: idleSeconds(spec, opts.mode, opts.conversationType),
@@ -76,53 +82,37 @@ export class AgentSession {
     });
     if (opts.mode !== 'webcall') {
       this.turns = null;
-      this.pacer = null;
-      this.bargeIn = null;
+      this.pacer = this.output = this.bargeIn = null;
       this.chain = Promise.resolve();
       return;
     }
-    const start = spec.vad.confidence > 0 ? spec.vad.confidence : 0.5;
-    const turns = (this.turns = new UserTurnRecognizer<HeardTurn>({
-      encoding: opts.inputEncoding ?? 'linear16',
-      sampleRate: opts.inputRate,
-      quality: qualityFor(opts.inputRate),
-      clock,
-      tracker: {
-        startThreshold: start,
-        endThreshold: Math.max(0.05, start - 0.15),
-        minSpeechWindows: Math.max(1, Math.round((opts.minSpeechMs ?? 96) / WIN_MS)),
-        minVolume: spec.vad.minVolume,
+    const turns = (this.turns = callerTurns(opts, clock, {
+      alive: () => !this.ended,
+      heard: (samples) => this.opts.tap?.input(samples),
+      speechStarted: (onset) => this.onSpeechStarted(onset),
+      paused: (w) => this.opts.emit({ type: 'user_speech_stopped', audioMs: Math.round(w * WIN_MS) }),
+      window: (w, _p, _signal, before) => this.onWindow(w, before),
+      mayEnd: () => !this.bargeIn?.holding,
+      recognized: (turn) => {
+        if (this.bargeIn?.judge(spokenText(turn.spec?.text ?? '')) !== false) turns.maybeEnd();
       },
-      // smartTurnConfig switches the adaptive decision, endpointingConfig bounds it.
-      policy: {
-        config: { smartTurn: spec.smartTurn.enabled, smartWaitMs: spec.smartTurn.waitMs, minDelayMs: spec.endpointing.minDelayMs, maxDelayMs: spec.endpointing.maxDelayMs },
-        tailSamples: WIN,
-        countArriving: true,
-        words: (text) => spokenText(text) || null,
-      },
-      hooks: {
-        alive: () => !this.ended,
-        heard: (samples) => this.opts.tap?.input(samples),
-        speechStarted: (onset) => this.onSpeechStarted(onset),
-        paused: (w) => this.opts.emit({ type: 'user_speech_stopped', audioMs: Math.round(w * WIN_MS) }),
-        window: (w, _p, _signal, before) => this.onWindow(w, before),
-        mayEnd: () => !this.bargeIn?.holding,
-        recognized: (turn) => {
-          if (this.bargeIn?.judge(spokenText(turn.spec?.text ?? '')) !== false) turns.maybeEnd();
-        },
-        recognitionFailed: (err) => this.fail(err),
-        noWords: () => this.discardNoise(),
-        agentText: () => this.lastAgentText,
-        ended: (turn, words) => this.commitHeard(turn, words),
-      },
+      recognitionFailed: (err) => this.fail(err),
+      noWords: () => this.discardNoise(),
+      agentText: () => this.lastAgentText,
+      ended: (turn, words) => this.commitHeard(turn, words),
     }));
-    this.pacer = new OutputPacer({
+    const pacer = (this.pacer = new OutputPacer({
       sampleRate: opts.outputRate,
       leadMs: opts.leadMs ?? 80,
       clock,
       send: (frame) => this.onFrame(frame),
       onDrained: () => void this.onAgentDrained(this.reply),
-    });
+      backlogMs: spec.backgroundSound ? () => output.backlogMs : undefined,
+    }));
+    // The ambience goes out on its own while the agent's audio is neither queued nor held, and not during a transfer
+    // (the host plays its hold sound then).
+    const idle = () => !pacer.pendingSamples && !pacer.isPaused && !this.transferring;
+    const output = (this.output = new CallOutput({ sampleRate: opts.outputRate, clock, sound: spec.backgroundSound, idle, send: (samples) => this.opts.emit({ type: 'audio', samples }) }));
     this.bargeIn = new BargeIn(
       {
         clock,
@@ -149,9 +139,8 @@ export class AgentSession {
       },
       turns.tracker,
     );
-    this.chain = opts.models
-      .turn()
-      .then((models) => turns.use(models))
+    this.chain = Promise.all([opts.models.turn(), this.input.load()])
+      .then(([models]) => turns.use(models))
       .catch((err: unknown) => this.fail(err));
   }
 
@@ -167,10 +156,12 @@ export class AgentSession {
   /** Starts the call: the opening line unless the agent waits for the user to speak first. */
   start(): void {
     this.timers.start();
+    this.output?.start();
     if (this.opts.spec.waitForUserToSpeakFirst) {
       this.timers.arm();
       return;
     }
+    this.input.opening();
     this.respond((ctx) => this.opts.brain.opening(ctx), null, 'opening');
   }
 
@@ -201,6 +192,11 @@ export class AgentSession {
       return;
     }
     if (!samples.length) return;
+    if (this.input.muted) {
+      // Before the first reply is over (muteUserUntilFirstBotResponse): recorded, not heard.
+      this.opts.tap?.input(samples);
+      return;
+    }
     this.chain = this.chain.then(() => this.feed(turns, samples)).catch((err: unknown) => this.fail(err));
   }
 
@@ -234,6 +230,8 @@ export class AgentSession {
     // A speculation still waiting for a slot would be wasted work now.
     this.turns?.stop();
     this.pacer?.close();
+    this.output?.close();
+    this.input.close();
     this.opts.emit({ type: 'ended', reason });
   }
 
@@ -250,7 +248,7 @@ export class AgentSession {
   // ------------------------------------------------------------------------------------------------ the caller's turns
   private async feed(turns: UserTurnRecognizer<HeardTurn>, samples: Float32Array): Promise<void> {
     if (this.ended || this.transferring) return;
-    await turns.feed(samples);
+    await turns.feed(this.input.clean(samples));
     if (this.ended) return;
     // Keep only the audio a turn may still need.
     const keepFrom = turns.turn ? turns.turn.start : turns.windows * WIN - PRE_ROLL - 8 * WIN;
@@ -310,7 +308,10 @@ export class AgentSession {
     const reply = this.reply!;
     const heard = reply.stop();
     this.reply = null;
+    this.input.replyOver();
     if (detected) {
+      // The transport drops what it had queued at an interruption: the output stream goes on from now.
+      this.output?.flush();
       const stopMs = this.pacer ? (this.bargeIn?.stopMs ?? 0) : 0;
       this.interruptions.push({ detectedAt: detected.iso, stopMs: Math.round(stopMs * 100) / 100, heard, confirmedAfterMs: Math.round(this.clock.now() - detected.at) });
     }
@@ -408,7 +409,7 @@ export class AgentSession {
       }
     }
     this.opts.tap?.output(frame);
-    this.opts.emit({ type: 'audio', samples: frame });
+    this.output!.agent(frame);
     const heard = reply.heard();
     if (heard && heard !== this.lastDelta) {
       this.lastDelta = heard;
@@ -431,6 +432,7 @@ export class AgentSession {
   private finishReply(reply: AgentReply): void {
     if (this.reply !== reply) return;
     this.reply = null;
+    this.input.replyOver();
     const text = reply.text.trim();
     if (this.pacer && reply.started) {
       if (text && text !== this.lastDelta) this.opts.emit({ type: 'agent_transcript_delta', text });

@@ -1,5 +1,6 @@
 // Contracts of the conversation runtime: the resolved agent it runs, the brains it asks, the tools it calls.
 // The engine knows nothing of HTTP or the store: transports resolve an agent into an AgentSpec and hand it over.
+import type { BackgroundSound } from '../audio/ambience.js';
 
 /** Variable values: the 11 standard keys, the agent's defaultVariables, per-call variables, extracted values. */
 export type Vars = Record<string, string | number | boolean>;
@@ -54,6 +55,12 @@ export interface AgentSpec {
   /** Seconds of user silence before a reprompt, per conversation kind, and reprompts before the call ends. */
   idle: { chatSeconds: number; webcallSeconds: number; telephonySeconds: number; maxRetries: number };
   sessionTimeoutSeconds: number;
+  /** Voice calls: caller audio is ignored (no VAD, barge-in or turn) until the agent's first reply has played out. */
+  muteUserUntilFirstBotResponse?: boolean;
+  /** Voice calls: RNNoise on the caller's audio before the VAD (denoisingConfig.isEnabled). */
+  denoise?: boolean;
+  /** Voice calls: an ambience under the agent's audio for the whole call (engine/audio/ambience.ts); none when absent. */
+  backgroundSound?: BackgroundSound;
 }
 
 /** One message of the conversation as the brains see it. */
@@ -113,6 +120,8 @@ export interface BrainContext {
 }
 
 export interface Brain {
+  /** The language model that answers (the endpoint's model name); absent for brains that use none (a workflow graph). */
+  readonly modelName?: string;
   /** The opening turn (firstMessage, or the graph's start node); may yield nothing. */
   opening(ctx: BrainContext): AsyncIterable<BrainEvent>;
   /**

@@ -10,10 +10,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Db } from '../../control-plane/store/db.js';
 import type { Actor } from '../../control-plane/agents/agents.js';
-import { updateCall } from '../../control-plane/calls/calls.js';
-import { resolveCallConfig } from '../../control-plane/calls/call-config.js';
+import { loadCall, updateCall } from '../../control-plane/calls/calls.js';
+import { ApiError, badRequest, notFound } from '../../control-plane/errors.js';
+import { pinnedTarget, resolveCallConfig } from '../../control-plane/calls/call-config.js';
 import {
-  cancelOutbound, cancelRequested, claimNext, dialRoute, moveOutbound, queuedPaceKeys, reclaimExpired, renewLeases, requeueOutbound,
+  cancelOutbound, cancelRequested, cancelRequestedOf, claimNext, dialRoute, moveOutbound, queuedPaceKeys, reclaimExpired, renewLeases, requeueOutbound,
   type DialRoute, type OutboundRow,
 } from '../../control-plane/telephony/outbound.js';
 import { parseCarrierAddress } from '../../control-plane/telephony/validation.js';
@@ -82,6 +83,9 @@ const SLOTTING_EARLY_MS = 100;
 /** Ringing timeout when the trunk sets none. */
 const DEFAULT_RING_SECS = 60;
 const DEFAULT_MAX_CALL_SECS = 3600;
+
+/** Call statuses a cancel cannot change. */
+const FINAL_STATUSES = new Set(['completed', 'failed', 'no_answer', 'cancelled', 'busy']);
 
 type Unanswered = { status: 'cancelled' | 'no_answer' | 'failed'; reason: string };
 
@@ -162,6 +166,50 @@ export class OutboundDialer {
     return { callId, canceled: true };
   }
 
+  /**
+   * `POST /conversation/cancel` with `{callId, reason}` (the hosted SDK's form): a queued or ringing call is canceled as
+   * above; an answered outbound call is ended (`canceled`), here or by the server that holds it (its next sweep).
+   * 404 for a call not in the actor's organization, 400 for one already over or not an outbound call.
+   */
+  async cancelCall(actor: Actor, callId: string, reason?: string): Promise<{ callId: string; status: 'cancelled'; previousStatus: string }> {
+    const { db, logger } = this.deps;
+    let before: Awaited<ReturnType<typeof loadCall>>;
+    try {
+      before = await loadCall(db, actor, callId);
+    } catch (err) {
+      // Another organization's call is not there for this key: 404, as the wire says, not 403.
+      if (err instanceof ApiError && err.status === 403) throw notFound(`No conversation found with ID ${callId}`);
+      throw err;
+    }
+    const previousStatus = before.status;
+    if (FINAL_STATUSES.has(previousStatus)) throw badRequest(`Conversation with ID ${callId} is already ${previousStatus} and cannot be cancelled`);
+    const row = await db.selectFrom('outbound_calls').select(['state']).where('call_id', '=', callId).executeTakeFirst();
+    if (!row) throw badRequest(`Conversation with ID ${callId} is not an outbound call and cannot be cancelled (a web call ends when its client closes it)`);
+    logger.info({ callId, reason: reason ?? null }, 'outbound call cancel requested');
+    if (row.state !== 'done') {
+      const outcome = await this.cancel(actor, callId);
+      if (outcome.canceled) return { callId, status: 'cancelled', previousStatus };
+    }
+    // Answered (or answered meanwhile): end it where it runs.
+    const now = await loadCall(db, actor, callId);
+    if (FINAL_STATUSES.has(now.status)) throw badRequest(`Conversation with ID ${callId} is already ${now.status} and cannot be cancelled`);
+    // Answered and being attached ('processing') or up: the flag ends it as soon as its holder sees it attached.
+    await db.updateTable('outbound_calls').set({ cancel_requested: 1, updated_at: new Date().toISOString() }).where('call_id', '=', callId).execute();
+    this.endLocal(callId);
+    return { callId, status: 'cancelled', previousStatus };
+  }
+
+  /** Ends an answered call this server holds (a cancel by its id); false when it is not here. */
+  private endLocal(callId: string): boolean {
+    for (const c of this.calls) {
+      if (c.callId === callId) {
+        c.end('canceled');
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** Stops dialing and ends the calls up with `reason`. Queued calls stay queued (for the next start). */
   async stop(reason: string): Promise<void> {
     this.stopped = true;
@@ -193,6 +241,9 @@ export class OutboundDialer {
           ringing.abort.abort();
         }
       }
+      // Answered calls held here whose cancel was asked of another server.
+      const up = [...this.calls].map((c) => c.callId).filter((id): id is string => id !== null);
+      if (up.length) for (const id of await cancelRequestedOf(db, up)) this.endLocal(id);
       for (const key of await queuedPaceKeys(db)) {
         if (!this.lanes.has(key)) {
           const lane = this.lane(key)
@@ -305,6 +356,11 @@ export class OutboundDialer {
       const row = await claimNext(db, key, owner, [...capped.keys()]).catch(() => null);
       claimed();
       if (!row) return null;
+      if (row.dncListed) {
+        // Put on the do-not-call list since it was queued: never dialed, recorded with its events.
+        await this.finish(row, ['claimed'], { status: 'cancelled', reason: 'dnc' });
+        continue;
+      }
       this.held.add(row.call_id);
       let lease: Lease;
       try {
@@ -508,7 +564,7 @@ export class OutboundDialer {
       void answered.done.then(() => this.calls.delete(answered));
       const transfers = this.deps.transfers;
       if (transfers) answered.allowTransfers(transfers, { orgId: row.org_id, agentId: row.agent_id, direction: 'outbound', ownNumber: row.from_number });
-      const resolved = await resolveCallConfig(db, { orgId: row.org_id, name: 'telephony' }, row.agent_id, row.revision_id ? { kind: 'revision', revisionId: row.revision_id } : { kind: 'live' });
+      const resolved = await resolveCallConfig(db, { orgId: row.org_id, name: 'telephony' }, row.agent_id, await pinnedTarget(db, row.revision_id));
       const call = await this.deps.runtime.start(
         {
           resolved,
@@ -524,6 +580,8 @@ export class OutboundDialer {
           callId,
           queued: true,
           transfer: transfers ? (req) => answered.transfer(req) : undefined,
+          // The trunk's RNNoise ran on the leg already: the agent's denoisingConfig does not run it twice.
+          inputDenoised: Boolean(p.trunk?.noise_suppression),
         },
         (e) => answered.onEvent(e),
       );
@@ -586,7 +644,16 @@ export class OutboundDialer {
   private async record(row: OutboundRow, outcome: Unanswered): Promise<void> {
     try {
       await this.deps.runtime.recordUnanswered(
-        { orgId: row.org_id, agentId: row.agent_id, type: 'telephony_outbound', fromNumber: row.from_number, toNumber: row.to_number, callId: row.call_id },
+        {
+          orgId: row.org_id,
+          agentId: row.agent_id,
+          type: 'telephony_outbound',
+          fromNumber: row.from_number,
+          toNumber: row.to_number,
+          callId: row.call_id,
+          variables: JSON.parse(row.variables) as Record<string, string | number | boolean>,
+          revisionId: row.revision_id,
+        },
         outcome,
       );
     } catch (err) {

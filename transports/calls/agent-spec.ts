@@ -2,6 +2,7 @@
 import type { AgentSpec, Vars } from '../../engine/agent/types.js';
 import { DEFAULT_MAX_DELAY_MS, DEFAULT_MIN_DELAY_MS, DEFAULT_TRIGGER_S } from '../../engine/turn/end-of-turn.js';
 import type { ModelRegistry } from '../../engine/models/registry.js';
+import { isBackgroundSound } from '../../engine/audio/ambience.js';
 
 const obj = (v: unknown): Record<string, unknown> => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
 const num = (v: unknown, fallback: number): number => (typeof v === 'number' && Number.isFinite(v) ? v : fallback);
@@ -62,5 +63,9 @@ export function agentSpec(agentId: string, workflowType: string, config: Record<
       maxRetries: num(idle.maxRetries, 2),
     },
     sessionTimeoutSeconds: num(session.timeoutTimeInSecs, 1800),
+    muteUserUntilFirstBotResponse: bool(config.muteUserUntilFirstBotResponse, false),
+    denoise: bool(obj(config.denoisingConfig).isEnabled, false),
+    // '' (the default) is no ambience.
+    backgroundSound: isBackgroundSound(config.backgroundSound) ? config.backgroundSound : undefined,
   };
 }

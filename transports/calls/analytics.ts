@@ -94,7 +94,7 @@ export async function llmAnalytics(
   fetchImpl: typeof fetch = fetch,
 ): Promise<CallAnalytics> {
   const fallback = deterministicAnalytics(config, transcript, endReason);
-  const cfg = (config && typeof config === 'object' ? config : {}) as { dispositionMetrics?: MetricConfig[]; successMetrics?: MetricConfig[]; summaryPrompt?: string };
+  const cfg = (config && typeof config === 'object' ? config : {}) as { dispositionMetrics?: MetricConfig[]; successMetrics?: MetricConfig[]; summaryPrompt?: string; dispositionInstructions?: string };
   const metrics = [
     ...(cfg.dispositionMetrics ?? []).map((m) => ({ identifier: String(m.identifier), prompt: String(m.dispositionMetricPrompt ?? ''), type: String(m.dispositionMetricType ?? 'STRING'), choices: m.choices })),
     ...(cfg.successMetrics ?? []).map((m) => ({ identifier: String(m.identifier), prompt: String(m.successMetricPrompt ?? ''), type: String(m.successMetricType ?? 'STRING') })),
@@ -104,6 +104,7 @@ export async function llmAnalytics(
     'You analyse a finished phone conversation. Answer with one JSON object only: ' +
     '{"summary": string, "metrics": {"<identifier>": {"value": <string|number|boolean|null>, "confidence": <0..1>, "reasoning": string}}}. ' +
     `${cfg.summaryPrompt ? `Summary instructions: ${cfg.summaryPrompt}. ` : 'The summary is two or three sentences. '}` +
+    `${cfg.dispositionInstructions ? `How to judge the call's disposition (the agent's callDispositionConfig): ${cfg.dispositionInstructions} ` : ''}` +
     `Metrics to fill: ${JSON.stringify(metrics)}`;
   try {
     const res = await fetchImpl(`${endpoint.baseUrl.replace(/\/+$/, '')}/chat/completions`, {

@@ -25,6 +25,8 @@ export interface CallInfo {
 
 export interface CallEnd {
   startedAt: Date;
+  /** False for a call that was never answered: post-conversation's `answerTime` is null. */
+  answered?: boolean;
   endedAt: Date;
   transcript: TranscriptEntry[];
   variables: Vars;
@@ -72,7 +74,7 @@ export class CallEvents {
       // A busy callee is a failed call whose reason is `busy` in the record, and its own status here.
       callStatus: patch.status === 'failed' && patch.endReason === 'busy' ? 'busy' : (CALL_STATUS[patch.status ?? 'completed'] ?? 'completed'),
       callDirection: this.info.callType,
-      answerTime: end.startedAt.toISOString(),
+      answerTime: end.answered === false ? null : end.startedAt.toISOString(),
       endTime: end.endedAt.toISOString(),
     };
     const transcript = end.transcript.map((t) => ({ role: t.role, content: t.content, timestamp: t.timestamp }));

@@ -2,7 +2,7 @@
 // Shared by the agent WebSocket, the test-call route and (later) telephony.
 import type { Logger } from 'pino';
 import type { Db } from '../../control-plane/store/db.js';
-import type { ResolvedCallConfig } from '../../control-plane/calls/call-config.js';
+import { pinnedTarget, resolveCallConfig, type ResolvedCallConfig } from '../../control-plane/calls/call-config.js';
 import { CallRecordWriter } from './record-writer.js';
 import { activateQueuedCall, createCall, newCallId, type CallMode, type CallType, type TranscriptEntry } from '../../control-plane/calls/calls.js';
 import type { SecretVault } from '../../control-plane/secrets/vault.js';
@@ -18,7 +18,8 @@ import { createBrain, llmEndpoint } from './brains.js';
 import { deterministicAnalytics, llmAnalytics, type CallAnalytics } from './analytics.js';
 import { CallEvents } from './events.js';
 import { CallRecorder, type RecordingExtension } from './recorder.js';
-import { CallTools, type ClientToolChannel } from './tools.js';
+import { CallTools, orgRequestOptions, type ClientToolChannel } from './tools.js';
+import { runPreCall } from './pre-call.js';
 import { resolveAgentTools } from '../../control-plane/tools/tools.js';
 import { recordingKey, type ObjectStore } from '../../control-plane/recordings/object-store.js';
 
@@ -60,6 +61,8 @@ export interface StartCall {
   clientTools?: ClientToolChannel;
   /** Carries out the agent's transfers (phone calls); without it a transfer ends the call as transfer_unavailable. */
   transfer?(req: TransferRequest): Promise<TransferOutcome>;
+  /** The caller's audio is denoised already (a SIP trunk's noiseSuppression): the agent's denoisingConfig is not applied again. */
+  inputDenoised?: boolean;
 }
 
 export interface RunningCall {
@@ -95,6 +98,7 @@ export class CallRuntime {
     const agentId = resolved.agent.id;
     const orgId = resolved.agent.org_id;
     const spec = agentSpec(agentId, resolved.workflowType, resolved.config, registry);
+    if (call.inputDenoised) spec.denoise = false;
     const callId = call.callId ?? newCallId();
     const conversationType = CONVERSATION_TYPE[call.type];
     const variables = callVariables(
@@ -112,6 +116,14 @@ export class CallRuntime {
         timezone: spec.timezone,
       }),
     );
+    // The pre-call API, before the agent speaks: its variables fill the call's (the first message may use them).
+    const preCall = await runPreCall(resolved.config.preCallAPI, variables, orgRequestOptions({ orgId, vault: this.deps.vault, allowPrivateEgress: this.deps.allowPrivateEgress }));
+    if (preCall) {
+      Object.assign(variables, preCall.variables);
+      if (!preCall.outcome.ok) logger.info({ callId, error: preCall.outcome.error, status: preCall.outcome.status }, 'pre-call API failed; the call goes on with its defaults');
+    }
+    /** What every write of the record's metrics carries besides the turns. */
+    const callFacts = preCall ? { preCallApi: preCall.outcome } : {};
     const toolRefs = Array.isArray(resolved.config.toolRefs) ? (resolved.config.toolRefs as string[]) : [];
     const library = await resolveAgentTools(db, orgId, toolRefs);
     const tools = new CallTools(library, spec.tools ?? [], {
@@ -125,7 +137,8 @@ export class CallRuntime {
       },
     });
     const brain = await createBrain(spec, resolved.config, { vault: this.deps.vault, orgId, defaultLlm: this.deps.defaultLlm }, tools.libraryFunctions(library));
-    const slmModel = typeof resolved.config.slmModel === 'string' ? resolved.config.slmModel : null;
+    // The model that answers, not the configured `slmModel` name (a hosted model we do not run): null for a workflow graph.
+    const slmModel = brain.modelName ?? null;
     const events = new CallEvents(db, this.deps.notifyWebhooks, {
       orgId,
       agentId,
@@ -190,7 +203,7 @@ export class CallRuntime {
             break;
           case 'turn_metrics':
             metrics.turn(call.mode, event.metrics);
-            writer.update({ metrics: { turns: [...session.turnMetrics], interruptions: [...session.interruptions] } });
+            writer.update({ metrics: { ...callFacts, turns: [...session.turnMetrics], interruptions: [...session.interruptions] } });
             break;
           case 'ended': {
             const endedAt = new Date();
@@ -202,7 +215,7 @@ export class CallRuntime {
               durationS: Math.round((endedAt.getTime() - session.startedAt.getTime()) / 100) / 10,
               transcript: [...session.transcript],
               variables: { ...variables },
-              metrics: { turns: [...session.turnMetrics], interruptions: [...session.interruptions], processedAt: endedAt.toISOString() },
+              metrics: { ...callFacts, turns: [...session.turnMetrics], interruptions: [...session.interruptions], processedAt: endedAt.toISOString() },
             };
             // The recording first (so post-conversation can name it), then the final record and its event together.
             writer.close();
@@ -261,37 +274,64 @@ export class CallRuntime {
   /**
    * A call that ended before it was answered (the caller canceled, no agent was ready in time; an outbound call busy,
    * unanswered, failed or canceled): its record and events as for any call, with no session. An outbound call's record
-   * exists already (`callId`); otherwise one is created. Returns the call id.
+   * exists already (`callId`); otherwise one is created. Its variables are what the call would have started with (the
+   * 11 standard keys, the agent's defaults, the call's own `variables`), its analytics the agent's configured metrics
+   * (without a conversation to read: no language model is asked), and post-conversation's `answerTime` is null.
+   * Returns the call id.
    */
   async recordUnanswered(
-    call: { orgId: string; agentId: string; type: CallType; fromNumber?: string; toNumber?: string; callId?: string },
+    call: { orgId: string; agentId: string; type: CallType; fromNumber?: string; toNumber?: string; callId?: string; variables?: Vars; revisionId?: string | null },
     outcome: { status: 'cancelled' | 'no_answer' | 'failed'; reason: string },
   ): Promise<string> {
     const callId = call.callId ?? newCallId();
+    const conversationType = CONVERSATION_TYPE[call.type];
     const events = new CallEvents(this.deps.db, this.deps.notifyWebhooks, {
       orgId: call.orgId,
       agentId: call.agentId,
       callId,
-      conversationType: CONVERSATION_TYPE[call.type],
+      conversationType,
       fromNumber: call.fromNumber ?? null,
       toNumber: call.toNumber ?? null,
       callType: call.type,
     });
     const startedAt = new Date();
+    // The agent's configuration as the call would have run it; an agent deleted or archived since leaves its defaults out.
+    const resolved = await pinnedTarget(this.deps.db, call.revisionId ?? null)
+      .then((target) => resolveCallConfig(this.deps.db, { orgId: call.orgId, name: 'telephony' }, call.agentId, target))
+      .catch(() => null);
+    const spec = resolved ? agentSpec(call.agentId, resolved.workflowType, resolved.config, this.deps.registry) : null;
+    const variables = callVariables(
+      spec?.defaultVariables ?? {},
+      call.variables ?? {},
+      standardVariables({
+        callId,
+        conversationType,
+        userNumber: call.type === 'telephony_outbound' ? call.toNumber : call.fromNumber,
+        agentNumber: call.type === 'telephony_outbound' ? call.fromNumber : call.toNumber,
+        agentGender: spec?.voiceGender,
+        defaultLanguage: spec?.languageDefault ?? 'en',
+        supportedLanguages: spec?.languagesSupported ?? ['en'],
+        timezone: spec?.timezone ?? 'UTC',
+      }),
+    );
     await events.begin(async (tx) => {
       if (call.callId) return;
-      await createCall(tx, { orgId: call.orgId, agentId: call.agentId, configSource: 'live', type: call.type, mode: 'webcall', isTest: false, variables: {}, voiceConfig: {}, fromNumber: call.fromNumber ?? null, toNumber: call.toNumber ?? null, callId });
+      await createCall(tx, { orgId: call.orgId, agentId: call.agentId, configSource: 'live', type: call.type, mode: 'webcall', isTest: false, variables, voiceConfig: {}, fromNumber: call.fromNumber ?? null, toNumber: call.toNumber ?? null, callId });
     });
+    const analyticsConfig = resolved?.config.postCallAnalyticsConfig;
     await events.end(
-      { status: outcome.status, endReason: outcome.reason, endedAt: startedAt.toISOString(), durationS: 0, transcript: [], metrics: { turns: [], processedAt: startedAt.toISOString() } },
-      { startedAt, endedAt: startedAt, transcript: [], variables: {}, analyze: async () => deterministicAnalytics(undefined, [], outcome.reason) },
+      { status: outcome.status, endReason: outcome.reason, endedAt: startedAt.toISOString(), durationS: 0, transcript: [], variables, metrics: { turns: [], processedAt: startedAt.toISOString() } },
+      { startedAt, endedAt: startedAt, answered: false, transcript: [], variables, analyze: async () => deterministicAnalytics(analyticsConfig, [], outcome.reason) },
     );
     return callId;
   }
 
   /** Post-call analytics: by the agent's language model (its model block, else the server default) when there is one. */
   private async analyze(orgId: string, config: Record<string, unknown>, transcript: TranscriptEntry[], endReason: string): Promise<CallAnalytics> {
-    const analyticsConfig = config.postCallAnalyticsConfig;
+    // callDispositionConfig (free text) goes to the language model with the metrics; the extractors cannot read it.
+    const disposition = typeof config.callDispositionConfig === 'string' && config.callDispositionConfig.trim() ? config.callDispositionConfig.trim() : undefined;
+    const base = config.postCallAnalyticsConfig && typeof config.postCallAnalyticsConfig === 'object' ? (config.postCallAnalyticsConfig as Record<string, unknown>) : {};
+    const analyticsConfig = disposition ? { ...base, dispositionInstructions: disposition } : config.postCallAnalyticsConfig;
     const endpoint = await llmEndpoint(config.model, { vault: this.deps.vault, orgId, defaultLlm: this.deps.defaultLlm }).catch(() => ({ error: 'unavailable' }));
     if ('error' in endpoint) return deterministicAnalytics(analyticsConfig, transcript, endReason);
     return llmAnalytics(endpoint, analyticsConfig, transcript, endReason);

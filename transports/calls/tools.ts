@@ -2,7 +2,7 @@
 // secrets from the vault and the egress policy; client tools are asked of the app over its WebSocket.
 import type { SecretVault } from '../../control-plane/secrets/vault.js';
 import type { FunctionTool, ToolCall, Vars } from '../../engine/agent/types.js';
-import { executeApiCall } from '../../engine/agent/tools/api-call.js';
+import { executeApiCall, type ApiCallOptions } from '../../engine/agent/tools/api-call.js';
 import type { ApiCallToolDefinition, ClientToolDefinition, ToolDefinition } from '../../engine/agent/tools/types.js';
 import { checkEgress, safeFetch } from '../../engine/net/egress.js';
 
@@ -50,6 +50,21 @@ function inlineApiCall(t: Record<string, unknown>): ApiCallToolDefinition | null
   } as ApiCallToolDefinition;
 }
 
+/** How a call's outgoing API requests (tools, the pre-call API) reach the network: the org's vault, the egress policy. */
+export function orgRequestOptions(o: { orgId: string; vault: SecretVault; allowPrivateEgress: boolean }): Omit<ApiCallOptions, 'auth'> {
+  return {
+    secret: (name) => o.vault.get(o.orgId, name),
+    checkUrl: (url) => checkEgress(url, { allowPrivate: o.allowPrivateEgress }),
+    // Connects only to the address the egress policy checked (no DNS rebinding between check and connect).
+    fetchImpl: ((input: string | URL, init: RequestInit = {}) =>
+      safeFetch(
+        input instanceof URL ? input : new URL(String(input)),
+        { method: init.method, headers: Object.fromEntries(new Headers(init.headers).entries()), body: init.body as string | undefined, signal: init.signal ?? undefined },
+        { allowPrivate: o.allowPrivateEgress, maxRedirects: 0 },
+      )) as typeof fetch,
+  };
+}
+
 export class CallTools {
   private readonly byName = new Map<string, ToolDefinition>();
 
@@ -87,18 +102,7 @@ export class CallTools {
     }
     if (def.type === 'client_tool') return this.runClient(def, call);
     const { auth, ...visible } = def;
-    const result = await executeApiCall(visible as ApiCallToolDefinition, args, vars, {
-      auth,
-      secret: (name) => this.opts.vault.get(this.opts.orgId, name),
-      checkUrl: (url) => checkEgress(url, { allowPrivate: this.opts.allowPrivateEgress }),
-      // Connects only to the address the egress policy checked (no DNS rebinding between check and connect).
-      fetchImpl: ((input: string | URL, init: RequestInit = {}) =>
-        safeFetch(
-          input instanceof URL ? input : new URL(String(input)),
-          { method: init.method, headers: Object.fromEntries(new Headers(init.headers).entries()), body: init.body as string | undefined, signal: init.signal ?? undefined },
-          { allowPrivate: this.opts.allowPrivateEgress, maxRedirects: 0 },
-        )) as typeof fetch,
-    });
+    const result = await executeApiCall(visible as ApiCallToolDefinition, args, vars, { auth, ...orgRequestOptions(this.opts) });
     if (Object.keys(result.variables).length) this.opts.onVariables(result.variables);
     return result.ok ? result.text : JSON.stringify({ error: result.error ?? `HTTP ${result.status ?? 'error'}`, status: result.status ?? null, body: result.text });
   }

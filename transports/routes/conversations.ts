@@ -5,11 +5,11 @@ import { registerCall, registerCallBody } from '../../control-plane/calls/regist
 import { readCall } from '../../control-plane/calls/calls.js';
 import { listCallLogs, searchCallLogs, searchCallsBody } from '../../control-plane/calls/call-list.js';
 import { agentCallLogs } from '../../control-plane/calls/call-logs.js';
-import { mintTestCall, parseTestCallBody, testCallBody } from '../../control-plane/calls/test-calls.js';
+import { mintTestCall, parseTestCallBody, testCallBody, type QueueTestCall } from '../../control-plane/calls/test-calls.js';
 import { actorOf, type RouteContext } from './context.js';
 import { agentSocketUrl } from './agent-socket-url.js';
 
-export function conversationRoutes(server: HttpServer, prefix: string, ctx: RouteContext): void {
+export function conversationRoutes(server: HttpServer, prefix: string, ctx: RouteContext, telephony: QueueTestCall | null = null): void {
   const auth = { auth: 'key' as const };
   const c = `${prefix}/conversation`;
   const d = docs('Calls');
@@ -28,6 +28,6 @@ export function conversationRoutes(server: HttpServer, prefix: string, ctx: Rout
   // Seam: an in-process chat run (body `messages`) would branch here, after parsing, using resolveTestCall.
   server.route('POST', `${prefix}/agent/:id/branches/:branchId/test-call`, async (req) => {
     const request = parseTestCallBody(req.json());
-    return ok(await mintTestCall(ctx.db, actorOf(req), req.params.id as string, req.params.branchId as string, request, agentSocketUrl(req, prefix)));
-  }, { ...auth, doc: d("Test call on a branch's draft or a revision (a wct_ token)", { body: { schema: testCallBody, required: false } }) });
+    return ok(await mintTestCall(ctx.db, actorOf(req), req.params.id as string, req.params.branchId as string, request, agentSocketUrl(req, prefix), telephony));
+  }, { ...auth, doc: d("Test call on a branch's draft or a revision: a wct_ token (webcall, chat) or an outbound phone call (telephony, `toPhone`)", { body: { schema: testCallBody, required: false } }) });
 }

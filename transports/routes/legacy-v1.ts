@@ -3,7 +3,7 @@ import type { HttpServer } from '../http/server.js';
 import { docs, ok, type HttpRequest } from '../http/types.js';
 import { loadAgent } from '../../control-plane/agents/agents.js';
 import { v1Diff, v1DraftDiff, v1GetDraft, v1GetVersion } from '../../control-plane/agents/revisions.js';
-import { mintV1TestCall, v1TestCallBody } from '../../control-plane/calls/test-calls.js';
+import { mintV1TestCall, v1TestCallBody, type QueueTestCall } from '../../control-plane/calls/test-calls.js';
 import { ApiError } from '../../control-plane/errors.js';
 import { actorOf, type RouteContext } from './context.js';
 import { agentSocketUrl } from './agent-socket-url.js';
@@ -20,7 +20,7 @@ const RETIRED: [string, string][] = [
   ['PATCH', '/versions/:versionId/activate'],
 ];
 
-export function legacyV1Routes(server: HttpServer, prefix: string, ctx: RouteContext): void {
+export function legacyV1Routes(server: HttpServer, prefix: string, ctx: RouteContext, telephony: QueueTestCall | null = null): void {
   const auth = { auth: 'key' as const };
   const a = `${prefix}/agent/:id`;
   const d = docs('Versioning (v1, deprecated)');
@@ -46,7 +46,7 @@ export function legacyV1Routes(server: HttpServer, prefix: string, ctx: RouteCon
     ok(await v1DraftDiff(ctx.db, actorOf(req), id(req), req.params.draftId as string, req.query.get('compareTo')), 200, headers()), { ...auth, doc: d('Diff a v1 draft', { deprecated: true, query: [{ name: 'compareTo' }] }) });
   // Test calls keep working during coexistence: a wct_ token pinned to that draft or version (= revision).
   server.route('POST', `${a}/drafts/:draftId/test-call`, async (req) =>
-    ok(await mintV1TestCall(ctx.db, actorOf(req), id(req), { draftId: req.params.draftId as string }, req.json(), agentSocketUrl(req, prefix)), 201, headers()), { ...auth, doc: d('Test call on a v1 draft (a wct_ token)', { deprecated: true, body: { schema: v1TestCallBody, required: false }, response: { status: 201 } }) });
+    ok(await mintV1TestCall(ctx.db, actorOf(req), id(req), { draftId: req.params.draftId as string }, req.json(), agentSocketUrl(req, prefix), telephony), 201, headers()), { ...auth, doc: d('Test call on a v1 draft (a wct_ token)', { deprecated: true, body: { schema: v1TestCallBody, required: false }, response: { status: 201 } }) });
   server.route('POST', `${a}/versions/:versionId/test-call`, async (req) =>
-    ok(await mintV1TestCall(ctx.db, actorOf(req), id(req), { versionId: req.params.versionId as string }, req.json(), agentSocketUrl(req, prefix)), 201, headers()), { ...auth, doc: d('Test call on a v1 version (a wct_ token)', { deprecated: true, body: { schema: v1TestCallBody, required: false }, response: { status: 201 } }) });
+    ok(await mintV1TestCall(ctx.db, actorOf(req), id(req), { versionId: req.params.versionId as string }, req.json(), agentSocketUrl(req, prefix), telephony), 201, headers()), { ...auth, doc: d('Test call on a v1 version (a wct_ token)', { deprecated: true, body: { schema: v1TestCallBody, required: false }, response: { status: 201 } }) });
 }

@@ -2,24 +2,49 @@
 import type { HttpServer } from '../http/server.js';
 import { docs, ok } from '../http/types.js';
 import { z } from 'zod';
-import { ApiError, badRequest } from '../../control-plane/errors.js';
-import { readCall } from '../../control-plane/calls/calls.js';
+import { ApiError, badRequest, notFound } from '../../control-plane/errors.js';
+import { loadCall, readCall } from '../../control-plane/calls/calls.js';
+import { bodyObject, checkBody, says } from '../../control-plane/validation.js';
 import { outboundCallBody, queueOutboundCall, retriesOf } from '../../control-plane/telephony/outbound.js';
 import type { OutboundDialer } from '../../telephony/outbound/dialer.js';
+import type { QueueTestCall } from '../../control-plane/calls/test-calls.js';
 import { actorOf, type RouteContext } from './context.js';
 
 const DEPRECATION = { Deprecation: 'true' };
 /** Most call ids one bulk cancel takes. */
 const MAX_BULK_CANCEL = 100;
+/** Call statuses no cancel changes. */
+const FINAL = new Set(['completed', 'failed', 'no_answer', 'cancelled']);
 
-/** `POST /conversation/cancel`. */
+/** `POST /conversation/cancel`, our bulk form. */
 const cancelBody = z.object({ callIds: z.array(z.string().min(1)).min(1).max(MAX_BULK_CANCEL).describe('Repeated ids are canceled once.') }).passthrough();
+/** `POST /conversation/cancel`, the hosted SDK's form: one call, and why (logged). */
+const cancelOneBody = bodyObject({
+  callId: z.string(says('must be a call id string', 'required')).min(1, 'must not be empty').max(64, 'at most 64 characters').describe('The `callId` of a queued, ringing or answered outbound call.'),
+  reason: z.string(says('must be a string')).max(500, 'at most 500 characters').optional().describe('Free text, logged with the cancel.'),
+});
+const cancelEitherBody = z.union([cancelOneBody, cancelBody]);
 
 export interface OutboundRouteDeps {
   /** The dialer, once the SIP leg runs; null when it is off (PARLEY_SIP_PORT=off). */
   dialer: OutboundDialer | null;
   /** Calls that may wait per carrier address (PARLEY_OUTBOUND_QUEUE). */
   maxQueuedPerAddress: number;
+}
+
+/** How a telephony test call is queued: the outbound route's own checks, queue and pace, pinned to its configuration. */
+export function testCallQueue(ctx: RouteContext, deps: OutboundRouteDeps): QueueTestCall {
+  return async (actor, body, pinned) => {
+    const d = deps.dialer;
+    if (!d) throw new ApiError(503, 'Telephony is off on this server (PARLEY_SIP_PORT=off): it places no calls');
+    const queued = await queueOutboundCall(
+      { db: ctx.db, carrier: ctx.settings.carrier, maxQueuedPerAddress: deps.maxQueuedPerAddress, wake: (key) => d.wake(key) },
+      actor,
+      body,
+      { isTest: true, pinnedRevisionId: pinned.revisionId, phoneField: 'toPhone' },
+    );
+    return { conversationId: queued.conversationId };
+  };
 }
 
 export function outboundRoutes(server: HttpServer, prefix: string, ctx: RouteContext, deps: OutboundRouteDeps): void {
@@ -43,7 +68,15 @@ export function outboundRoutes(server: HttpServer, prefix: string, ctx: RouteCon
   }, { ...auth, doc: d('Place an outbound call (queued, paced per carrier address, dialed)', { body: { schema: outboundCallBody }, response: { description: '`{conversationId}`.' } }) });
 
   server.route('POST', `${c}/cancel`, async (req) => {
-    const body = cancelBody.safeParse(req.json());
+    const raw = req.json();
+    // The hosted SDK's form: `{callId, reason?}` -> `{callId, status: "cancelled", previousStatus}`; 404 unknown, 400 over.
+    if (raw !== null && typeof raw === 'object' && !Array.isArray(raw) && !('callIds' in raw)) {
+      const { errors } = checkBody(cancelOneBody, raw);
+      if (errors.length) throw badRequest(errors);
+      const { callId, reason } = raw as { callId: string; reason?: string };
+      return ok(await dialer().cancelCall(actorOf(req), callId, reason));
+    }
+    const body = cancelBody.safeParse(raw);
     // One message for any fault, as this route has always answered.
     if (!body.success) throw badRequest(`callIds: required, 1-${MAX_BULK_CANCEL} call ids`);
     const ids = body.data.callIds;
@@ -59,13 +92,23 @@ export function outboundRoutes(server: HttpServer, prefix: string, ctx: RouteCon
       }
     }
     return ok({ results });
-  }, { ...auth, doc: d('Cancel queued or ringing calls', { body: { schema: cancelBody } }) });
+  }, { ...auth, doc: d('Cancel an outbound call: `{callId, reason?}` (queued, ringing or answered; answered calls are ended) or our bulk `{callIds}` (queued or ringing)', { body: { schema: cancelEitherBody } }) });
 
   server.route('POST', `${c}/:id/cancel`, async (req) => {
-    const result = await dialer().cancel(actorOf(req), req.params.id as string);
-    if (!result.canceled) throw badRequest(`This call cannot be canceled: ${result.reason}`);
-    return ok(result);
-  }, { ...auth, doc: d('Cancel a queued or ringing call') });
+    const id = req.params.id as string;
+    const actor = actorOf(req);
+    const d = dialer();
+    // As the wire says: this form cancels only calls still in the queue (the body form also rings off and ends).
+    const call = await loadCall(ctx.db, actor, id).catch((err: unknown) => {
+      throw err instanceof ApiError && err.status === 403 ? notFound(`No conversation found with ID ${id}`) : err;
+    });
+    if (call.status !== 'in_queue') {
+      throw badRequest(FINAL.has(call.status) ? `Conversation with ID ${id} is already ${call.status} and cannot be cancelled` : `Conversation with ID ${id} is not in queue and cannot be cancelled`);
+    }
+    const result = await d.cancel(actor, id);
+    if (!result.canceled) throw badRequest(`Conversation with ID ${id} is not in queue and cannot be cancelled (${result.reason})`);
+    return ok({ ...result, status: 'cancelled' });
+  }, { ...auth, doc: d('Cancel a call still in the queue (path-param form)') });
 
   server.route('GET', `${c}/:id/retries`, async (req) => {
     const actor = actorOf(req);

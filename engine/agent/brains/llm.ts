@@ -82,10 +82,12 @@ async function* sseData(body: ReadableStream<Uint8Array>, nextChunk: (read: () =
 export class LlmBrain implements Brain {
   /** The conversation without the system prompt (which is rendered per request). */
   readonly history: ChatMessage[] = [];
+  readonly modelName: string;
   private readonly fetchImpl: typeof fetch;
   private readonly timeoutMs: number;
 
   constructor(private readonly opts: LlmBrainOptions) {
+    this.modelName = opts.endpoint.model;
     this.fetchImpl = opts.fetchImpl ?? fetch;
     this.timeoutMs = opts.timeoutMs ?? 15_000;
   }
