@@ -155,7 +155,8 @@ export const CONFIG_FIELDS: Record<string, z.ZodTypeAny> = {
   sessionTimeoutConfig: z.object({ timeoutTimeInSecs: z.number().int().min(1).max(3600) }).passthrough(),
   backgroundSound: z.enum(['', 'office', 'cafe', 'call_center', 'static']),
   denoisingConfig: z.object({ isEnabled: z.boolean() }).passthrough(),
-  redactionConfig: z.object({ isEnabled: z.boolean() }).passthrough(),
+  // Our fields beside the wire's isEnabled: pii / pci (default true) leave one kind out.
+  redactionConfig: z.object({ isEnabled: z.boolean(), pii: z.boolean().optional(), pci: z.boolean().optional() }).strict(),
   pronunciationDicts: z.array(z.object({ word: z.string().min(1), pronunciation: z.string().min(1) })).max(500),
   speechFormatting: z.boolean(),
   enableStyleGuide: z.boolean(),

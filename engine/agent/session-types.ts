@@ -101,6 +101,11 @@ export interface SessionOptions {
   emit(event: SessionEvent): void;
   /** Sees the caller's audio (16 kHz, as received) and the agent's (output rate, as sent): call recording. */
   tap?: { input(samples16k: Float32Array): void; output(samples: Float32Array): void };
+  /**
+   * Redaction (the agent's redactionConfig): what the caller said, as the transcript, its events and the brain get it;
+   * what the agent said, as the transcript and its final event keep it. Absent: the words as they are.
+   */
+  privacy?: { user(text: string): string; agent(text: string): string };
   /** Runs a tool the brain called; null when it cannot run (a spoken fallback and an error event follow). */
   runTool?(call: ToolCall): Promise<string | null>;
   /**

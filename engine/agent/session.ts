@@ -334,7 +334,8 @@ export class AgentSession {
     if (reply.transferTo) void this.transfer(reply.transferTo);
   }
 
-  private commitUserText(text: string, timings: ReplyTimings | null): void {
+  private commitUserText(heard: string, timings: ReplyTimings | null): void {
+    const text = this.opts.privacy?.user(heard) ?? heard;
     if (this.transferring) {
       // Said while the transfer was being set up: kept in the history, not answered.
       this.opts.brain.noteUser?.(text);
@@ -439,11 +440,7 @@ export class AgentSession {
       this.opts.emit({ type: 'agent_stop_talking', interrupted: false });
     }
     reply.stop();
-    if (text) {
-      this.opts.emit({ type: 'agent_transcript', text, interrupted: false });
-      this.transcript.push({ role: 'agent', content: text, timestamp: new Date().toISOString() });
-      this.lastAgentText = text;
-    }
+    if (text) this.recordAgent(text, false);
     this.opts.emit({ type: 'agent_turn_ended', turnId: reply.id, status: 'completed', text });
     if (reply.transferTo) {
       void this.transfer(reply.transferTo);
@@ -479,8 +476,9 @@ export class AgentSession {
     this.say(outcome.say, 'continuation');
   }
 
-  private recordAgent(text: string, interrupted: boolean): void {
-    this.lastAgentText = text;
+  private recordAgent(said: string, interrupted: boolean): void {
+    this.lastAgentText = said;
+    const text = this.opts.privacy?.agent(said) ?? said;
     this.opts.emit({ type: 'agent_transcript', text, interrupted });
     this.transcript.push({ role: 'agent', content: text, timestamp: new Date().toISOString(), ...(interrupted ? { interrupted: true } : {}) });
   }

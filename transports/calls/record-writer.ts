@@ -21,13 +21,19 @@ export class CallRecordWriter {
   constructor(
     private readonly db: Db,
     private readonly callId: string,
-    /** The session's transcript: entries are appended, never changed (read when a write goes out). */
+    /** The session's transcript: entries are appended (and rewritten only by redaction; see entryChanged). */
     private readonly entries: readonly TranscriptEntry[],
     private readonly logger: Logger,
   ) {}
 
   /** The transcript grew (the session emits before it appends: the entries are read when the write goes out). */
   transcriptChanged(): void {
+    if (!this.closed) this.schedule();
+  }
+
+  /** Entry `index`, already written, was changed (a redaction revised it): it and those after it are written again. */
+  entryChanged(index: number): void {
+    this.saved = Math.min(this.saved, index);
     if (!this.closed) this.schedule();
   }
 
@@ -94,7 +100,7 @@ export class CallRecordWriter {
       return true;
     } catch (err) {
       this.logger.warn({ err: err instanceof Error ? err.message : String(err), callId: this.callId }, 'could not update the call record; retrying');
-      this.saved = from;
+      this.saved = Math.min(from, this.saved);
       this.patch = { ...patch, ...this.patch };
       return false;
     }

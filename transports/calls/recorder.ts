@@ -68,6 +68,17 @@ export class CallRecorder {
     this.caller.write(this.caller.length, samples16k);
   }
 
+  /** Caller samples recorded so far (16 kHz): the caller's "now" on the recording's timeline. */
+  get callerSamples(): number {
+    return this.caller.length;
+  }
+
+  /** Silences the caller's track over [from, to) (16 kHz samples): a turn that carried redacted data. */
+  silenceCaller(from: number, to: number): void {
+    const end = Math.min(to, this.caller.length);
+    if (end > from) this.caller.data.fill(0, Math.max(0, from), end);
+  }
+
   /** Agent audio as sent: placed where the caller's timeline is now, or right after the previous frame. */
   output(samples: Float32Array): void {
     const x = this.out.push(samples);

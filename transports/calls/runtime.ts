@@ -20,6 +20,7 @@ import { CallEvents } from './events.js';
 import { CallRecorder, type RecordingExtension } from './recorder.js';
 import { CallTools, orgRequestOptions, type ClientToolChannel } from './tools.js';
 import { runPreCall } from './pre-call.js';
+import { CallPrivacy, REDACTION_NOTE, redactionOptions } from './privacy.js';
 import { resolveAgentTools } from '../../control-plane/tools/tools.js';
 import { recordingKey, type ObjectStore } from '../../control-plane/recordings/object-store.js';
 
@@ -77,6 +78,9 @@ export interface RunningCall {
    */
   extendRecording(rate: number): (Omit<RecordingExtension, 'end'> & { end(): Promise<void> }) | null;
 }
+
+/** How far before the VAD's speech start a redacted turn's silence begins (16 kHz samples: 0.5 s). */
+const TURN_LEAD_SAMPLES = 8000;
 
 const CONVERSATION_TYPE: Record<CallType, string> = { webcall: 'webcall', telephony_inbound: 'telephonyInbound', telephony_outbound: 'telephonyOutbound' };
 
@@ -136,6 +140,9 @@ export class CallRuntime {
         writer.update({ variables: { ...variables } });
       },
     });
+    const redaction = redactionOptions(resolved.config.redactionConfig);
+    // The model sees placeholders where the caller's details were: it is told so, and not to read them aloud.
+    if (redaction) spec.globalPrompt = [spec.globalPrompt, REDACTION_NOTE].filter(Boolean).join('\n\n');
     const brain = await createBrain(spec, resolved.config, { vault: this.deps.vault, orgId, defaultLlm: this.deps.defaultLlm }, tools.libraryFunctions(library));
     // The model that answers, not the configured `slmModel` name (a hosted model we do not run): null for a workflow graph.
     const slmModel = brain.modelName ?? null;
@@ -170,6 +177,9 @@ export class CallRuntime {
     });
     metrics.opened(call.mode);
     const recorder = call.mode === 'webcall' ? new CallRecorder(call.outputRate) : null;
+    const privacy = redaction ? new CallPrivacy(redaction, { transcript: () => session.transcript, entryChanged: (index) => writer.entryChanged(index) }) : null;
+    /** Where the caller's current turn began on the recording's timeline (redacted turns are silenced from there). */
+    let turnStartedAt: number | null = null;
 
     // Record writes go out one after another (a later state never lands before an earlier one), coalesced under load.
     let writer!: CallRecordWriter;
@@ -189,12 +199,21 @@ export class CallRuntime {
       outputRate: call.outputRate,
       leadMs: call.outputLeadMs,
       tap: recorder ?? undefined,
+      privacy: privacy ?? undefined,
       runTool: (toolCall) => tools.run(toolCall, variables),
       fillerFor: (toolCall) => tools.fillerFor(toolCall),
       transfer: call.transfer,
       emit: (event) => {
         switch (event.type) {
+          case 'user_speech_started':
+            // The turn's speech began a little before the VAD was sure of it.
+            if (recorder && turnStartedAt === null) turnStartedAt = Math.max(0, recorder.callerSamples - TURN_LEAD_SAMPLES);
+            break;
           case 'user_transcript':
+            if (recorder && privacy?.takeUserTurnRedacted()) recorder.silenceCaller(turnStartedAt ?? 0, recorder.callerSamples);
+            turnStartedAt = null;
+            writer.transcriptChanged();
+            break;
           case 'agent_transcript':
             writer.transcriptChanged();
             break;

@@ -10,7 +10,9 @@ import { decodeAudio } from '../../engine/audio/decode.js';
 import { AudioFormatError } from '../../engine/audio/errors.js';
 import { isEncoding } from '../../engine/audio/codecs.js';
 import { WIRE_SAMPLE_RATES, type MonoAudio } from '../../engine/audio/types.js';
-import { estimateWords, transcribe } from '../../engine/stt/batch.js';
+import { estimateWords, transcribe, type BatchTranscript } from '../../engine/stt/batch.js';
+import { Redactor, type RedactorOptions } from '../../engine/privacy/redact.js';
+import { redactQuery } from './redact-query.js';
 import { QueueFullError } from '../../engine/models/queue.js';
 import { fetchAudio, postJson } from './fetch-audio.js';
 import { EgressError, checkEgressStatic, type EgressOptions } from '../../engine/net/egress.js';
@@ -92,14 +94,16 @@ export function sttRoutes(server: HttpServer, prefix: string, registry: ModelReg
     if (!LANGUAGES.has(language)) throw bad(`language: ${STT_MODEL} recognises English only (en, or an aggregate that includes it)`);
   };
 
-  const recognise = async (input: SttInput, wordTimestamps: boolean) => {
+  const recognise = async (input: SttInput, wordTimestamps: boolean, redact: RedactorOptions | null = null) => {
     const started = Date.now();
-    const result = await transcribe(registry, input.audio).catch((err: unknown) => {
+    const raw = await transcribe(registry, input.audio).catch((err: unknown) => {
       if (err instanceof QueueFullError) throw inferenceError(503, 'Speech models are busy; retry shortly', { 'Retry-After': String(err.retryAfterSec) });
       throw err;
     });
     const elapsed = Date.now() - started;
+    const { result, entities } = redact ? redactBatch(raw, redact) : { result: raw, entities: undefined };
     return {
+      entities,
       result,
       words: wordTimestamps ? estimateWords(result.segments) : [],
       utterances: wordTimestamps ? result.segments.map((s) => ({ text: s.text, start: s.start, end: s.end, speaker: SPEAKER })) : [],
@@ -112,16 +116,18 @@ export function sttRoutes(server: HttpServer, prefix: string, registry: ModelReg
     if (model !== STT_MODEL && !(STT_ALIASES as readonly string[]).includes(model)) throw bad(`model: unknown "${model}" (use ${STT_MODEL}, or pulse / pulse-pro)`);
     checkLanguage(req);
     const wordTimestamps = req.query.get('word_timestamps') === 'true';
+    const redact = redactQuery(req.query, bad);
     const webhook = req.query.get('webhook_url');
     if (webhook !== null && !/^https?:\/\/\S+$/.test(webhook)) throw bad('webhook_url: an http(s) address');
     if (webhook !== null) checkTarget('webhook_url', webhook);
     const input = await readInput(req);
     const requestId = randomUUID();
     const respond = async () => {
-      const { result, words, utterances, elapsed } = await recognise(input, wordTimestamps);
+      const { result, words, utterances, elapsed, entities } = await recognise(input, wordTimestamps, redact);
       return {
         status: 'success',
         transcription: result.text,
+        ...(entities ? { redacted_entities: entities } : {}),
         words,
         utterances,
         language: 'en',
@@ -156,13 +162,15 @@ export function sttRoutes(server: HttpServer, prefix: string, registry: ModelReg
     const model = req.params.sttModel as string;
     if (model !== STT_MODEL && !(STT_ALIASES as readonly string[]).includes(model)) throw inferenceError(404, `Unknown model "${model}"`);
     checkLanguage(req);
+    const redact = redactQuery(req.query, bad);
     const input = await readInput(req);
-    const { result, words, utterances } = await recognise(input, req.query.get('word_timestamps') === 'true');
+    const { result, words, utterances, entities } = await recognise(input, req.query.get('word_timestamps') === 'true', redact);
     return {
       status: 200,
       body: {
         status: 'success',
         transcription: result.text,
+        ...(entities ? { redacted_entities: entities } : {}),
         audio_length: round(result.duration),
         words,
         utterances,
@@ -176,6 +184,25 @@ export function sttRoutes(server: HttpServer, prefix: string, registry: ModelReg
     oversizeStatus: 400,
     doc: d('Transcribe audio (legacy per-model route)', { params: { sttModel: `${STT_MODEL}, or pulse / pulse-pro` }, query: AUDIO_QUERY, body: AUDIO_BODY, response: { description: '`{status: "success", transcription, audio_length, words, utterances, metadata}`.' } }),
   });
+}
+
+/**
+ * A transcript with redact_pii / redact_pci applied: each piece in order through one Redactor (a card number read across
+ * two pieces is one token, the earlier piece revised), the text rebuilt from the redacted pieces.
+ */
+function redactBatch(raw: BatchTranscript, options: RedactorOptions): { result: BatchTranscript; entities: string[] } {
+  const redactor = new Redactor(options);
+  const segments = raw.segments.map((s) => ({ ...s }));
+  const tokens = new Set<string>();
+  segments.forEach((seg) => {
+    // Turn indexes are the pieces' (one redactTurn per piece, in order).
+    const r = redactor.redactTurn(seg.text, { role: 'user' });
+    seg.text = r.text;
+    for (const rev of r.revisions) if (segments[rev.turn]) segments[rev.turn]!.text = rev.text;
+    for (const span of [...r.spans, ...r.revisions.flatMap((x) => x.spans)]) tokens.add(span.token);
+  });
+  const text = segments.length ? segments.map((s) => s.text.trim()).join(' ') : redactor.redact(raw.text).text;
+  return { result: { ...raw, text, segments }, entities: [...tokens] };
 }
 
 function parseExtra(raw: string | null): Record<string, string> {
@@ -192,6 +219,8 @@ const AUDIO_QUERY: QueryDoc[] = [
   { name: 'encoding', description: 'Raw audio encoding (linear16, mulaw, alaw, opus, ...); containers are detected.' },
   { name: 'sample_rate', schema: { type: 'integer', enum: [...WIRE_SAMPLE_RATES] } },
   { name: 'word_timestamps', schema: { type: 'boolean' } },
+  { name: 'redact_pii', description: 'Names, phone numbers, emails, SSNs, addresses, dates of birth become numbered tokens ([FIRSTNAME_1]...).', schema: { type: 'string', enum: ['true', 'false'] } },
+  { name: 'redact_pci', description: 'Card numbers, expiry dates, security codes, account and routing numbers become numbered tokens.', schema: { type: 'string', enum: ['true', 'false'] } },
 ];
 const AUDIO_BODY: RouteDoc['body'] = {
   description: 'The audio bytes (WAV, Ogg Opus, raw per `encoding`), or JSON `{url}` of the audio.',

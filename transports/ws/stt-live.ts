@@ -11,6 +11,8 @@ import { inferenceError } from '../http/auth.js';
 import { legacySttErrorBody, sttErrorBody } from '../routes/inference-errors.js';
 import { ownerOf, type SessionLimits } from './session-limits.js';
 import type { AuthContext } from '../../control-plane/auth/keys.js';
+import { Redactor, redactText, type RedactorOptions } from '../../engine/privacy/redact.js';
+import { redactQuery } from '../routes/redact-query.js';
 
 const LANGUAGES = new Set(['en', 'en-US', 'en-GB', 'en-IN', 'auto', 'multi-asian', 'north_indic', 'multi-south-indic']);
 
@@ -20,6 +22,8 @@ interface Prepared {
   vadEvents: boolean;
   eouSilenceMs: number | undefined;
   legacy: boolean;
+  /** redact_pii / redact_pci: null when neither. */
+  redact: RedactorOptions | null;
 }
 
 const reject = (message: string) => inferenceError(400, message);
@@ -40,8 +44,14 @@ function prepare(req: HttpRequest, legacy: boolean): Prepared {
   const eouSilenceMs = eou === null ? undefined : Number(eou);
   if (eouSilenceMs !== undefined && (!Number.isInteger(eouSilenceMs) || eouSilenceMs < 100 || eouSilenceMs > 10_000)) throw reject('eou_timeout_ms: 100 to 10000');
   const vad = q.get('vad_events') ?? q.get('vad');
+  const redact = redactQuery(q, reject);
   // The legacy route's documented default is 800 ms; the unified route uses the engine's (300 ms).
-  return { sampleRate, encoding, vadEvents: vad === 'true', eouSilenceMs: eouSilenceMs ?? (legacy ? 800 : undefined), legacy };
+  return { sampleRate, encoding, vadEvents: vad === 'true', eouSilenceMs: eouSilenceMs ?? (legacy ? 800 : undefined), legacy, redact };
+}
+
+/** Digits of every run of 6 or more (spaces, dots, commas and dashes between them allowed) as `*`. */
+export function maskDigitRuns(text: string): string {
+  return text.replace(/\d(?:[\s.,-]{0,2}\d)+/g, (run) => (run.replace(/\D/g, '').length >= 6 ? run.replace(/\d/g, '*') : run));
 }
 
 /** A timer this late means the process stalled (see armIdle). */
@@ -50,10 +60,13 @@ const IDLE_STALL_MS = 500;
 class SttLiveSession implements WsSession {
   private readonly sessionId = randomUUID();
   private readonly transcriber: LiveTranscriber;
+  /** The stream's redactor (finals, in order: a card number dictated across finals is one token). */
+  private readonly redactor: Redactor | null;
   private closing = false;
   private idle: NodeJS.Timeout | null = null;
 
   constructor(private readonly conn: WsConnection, registry: ModelRegistry, private readonly p: Prepared, private readonly logger: Logger, private readonly idleSeconds: number) {
+    this.redactor = p.redact ? new Redactor(p.redact) : null;
     this.transcriber = new LiveTranscriber(registry, { sampleRate: p.sampleRate, encoding: p.encoding, vadEvents: p.vadEvents, eouSilenceMs: p.eouSilenceMs }, (e) => this.emit(e));
     this.armIdle();
   }
@@ -108,10 +121,22 @@ class SttLiveSession implements WsSession {
 
   private emit(e: LiveEvent): void {
     if (e.type === 'transcript') {
+      // Redacted: finals with the stream's tokens; interims too (stricter than the wire, which lets partials show raw
+      // text), each on its own (their numbering may differ from the final's).
+      let transcript = e.transcript;
+      let entities: string[] | undefined;
+      if (this.redactor) {
+        const r = e.isFinal ? this.redactor.redactTurn(transcript, { role: 'user' }) : redactText(transcript, this.redactor.options);
+        // An interim may hold the first digits of a card the final will complete: with redact_pci its remaining runs
+        // of 6 or more digits are masked (the final is redacted with its tokens).
+        transcript = !e.isFinal && this.p.redact?.pci ? maskDigitRuns(r.text) : r.text;
+        entities = [...new Set(r.spans.map((x) => x.token))];
+      }
       this.conn.sendJson({
-        ...(this.p.legacy ? {} : { type: 'transcription', status: 'success', transcription: e.transcript }),
+        ...(this.p.legacy ? {} : { type: 'transcription', status: 'success', transcription: transcript }),
         session_id: this.sessionId,
-        transcript: e.transcript,
+        transcript,
+        ...(entities ? { redacted_entities: entities } : {}),
         is_final: e.isFinal,
         ...(e.isLast ? { is_last: true } : {}),
         ...(e.fromFinalize ? { from_finalize: true } : {}),
