@@ -14,6 +14,7 @@ import { parseSdp } from './media/sdp-parse.js';
 import type { Lease } from '../transports/ws/session-limits.js';
 import type { CallDirection, TelephonyMetrics } from './metrics.js';
 import { TRANSFER_REFUSED, type Bridge, type CallTransfers } from './transfer.js';
+import type { AnswerDecision, AnswerDetector } from '../engine/agent/answer-detect.js';
 
 /** Who the call belongs to and its own line, for transfers. */
 export interface TransferLine {
@@ -37,6 +38,8 @@ export class PhoneCall {
   private transfers: { service: CallTransfers; line: TransferLine } | null = null;
   /** The caller joined to a transfer target: the line is held until it ends. */
   private bridge: Bridge | null = null;
+  /** Voicemail detection listens instead of the agent (detectAnswer). */
+  private listener: ((frame: Int16Array) => void) | null = null;
   /** The call's recording while a transfer runs (the session takes no caller audio meanwhile). */
   private recording: ReturnType<RunningCall['extendRecording']> = null;
 
@@ -53,7 +56,8 @@ export class PhoneCall {
     this.keypad = new KeypadCollector((keys) => this.call?.session.pressKeys(keys));
     rtp.onAudio = (frame) => {
       this.recording?.caller(frame);
-      this.call?.session.pushAudio(new Uint8Array(frame.buffer, frame.byteOffset, frame.byteLength));
+      if (this.listener) this.listener(frame);
+      else this.call?.session.pushAudio(new Uint8Array(frame.buffer, frame.byteOffset, frame.byteLength));
     };
     rtp.onDtmf = (digit) => this.keypad.press(digit);
     rtp.onMediaTimeout = () => {
@@ -79,6 +83,43 @@ export class PhoneCall {
       this.maxDuration = setTimeout(() => this.end('max_duration'), maxDurationSecs * 1000);
       this.maxDuration.unref();
     }
+  }
+
+  /**
+   * Voicemail detection: the callee's audio goes to `detector` (not to an agent: none is attached yet) until who answered
+   * is known, and for a machine until its greeting ended (its beep, or silence after it) or `maxMs` passed. Resolves
+   * with the verdict (and whether a machine's greeting ended); null when the callee hung up before a verdict.
+   */
+  async detectAnswer(detector: AnswerDetector, maxMs: number): Promise<{ decision: AnswerDecision; greetingEnded: boolean } | null> {
+    let decision: AnswerDecision | null = null;
+    const outcome = await new Promise<{ decision: AnswerDecision; greetingEnded: boolean } | null>((resolve) => {
+      const cap = setTimeout(() => resolve(decision && { decision, greetingEnded: false }), maxMs);
+      const done = (value: { decision: AnswerDecision; greetingEnded: boolean } | null) => {
+        clearTimeout(cap);
+        resolve(value);
+      };
+      detector.onDecision = (d) => {
+        decision = d;
+        if (d.verdict === 'human' || d.verdict === 'silence') done({ decision: d, greetingEnded: false });
+      };
+      detector.onGreetingEnd = () => {
+        if (decision) done({ decision, greetingEnded: true });
+      };
+      void this.closedP.then(() => done(decision && { decision, greetingEnded: false }));
+      // Frames are pushed in order: each waits for the one before it (the detector's recognitions are asynchronous).
+      let chain = Promise.resolve();
+      this.listener = (frame) => {
+        const samples = new Float32Array(frame.length);
+        for (let i = 0; i < frame.length; i++) samples[i] = frame[i]! / 32768;
+        chain = chain.then(() => detector.push(samples)).catch((err: unknown) => {
+          this.logger.warn({ err: err instanceof Error ? err.message : String(err), sipCallId: this.dialog.callId }, 'voicemail detection failed; the agent speaks');
+          done(null);
+        });
+      };
+    });
+    this.listener = null;
+    detector.stop();
+    return outcome;
   }
 
   /** The agent session runs: events from here on go to the caller. */

@@ -187,7 +187,7 @@ describe.each(testDialects())('campaigns on %s', (dialect) => {
     }
     expect(sawAnswered, 'the campaign was read while answered calls were going on').toBeGreaterThan(0);
     const done = await waitForCampaign(server, created._id, 'completed', 1000);
-    expect(done.metrics).toEqual({ total_participants: 4, contacts_called: 4, contacts_connected: 2, contacts_skipped_dnc: 0 });
+    expect(done.metrics).toEqual({ total_participants: 4, contacts_called: 4, contacts_connected: 2, contacts_skipped_dnc: 0, contacts_voicemail: 0 });
     expect(done.campaign).toMatchObject({ participantsCount: 4, retryAttempts: 2, agent: { _id: agentId }, audience: { _id: audienceId } });
     expect(done.events.map((e: any) => [e.eventAction, e.triggerSource])).toEqual([['created', 'user'], ['started', 'user'], ['completed', 'system']]);
 
@@ -276,7 +276,7 @@ describe.each(testDialects())('campaigns on %s', (dialect) => {
     const resume = await server.request('POST', `${A}/campaign/${created._id}/start`);
     expect(resume.status).toBe(202);
     const done = await waitForCampaign(server, created._id, 'completed', 30_000);
-    expect(done.metrics).toEqual({ total_participants: 8, contacts_called: 8, contacts_connected: 0, contacts_skipped_dnc: 0 });
+    expect(done.metrics).toEqual({ total_participants: 8, contacts_called: 8, contacts_connected: 0, contacts_skipped_dnc: 0, contacts_voicemail: 0 });
     expect(done.events.map((e: any) => [e.eventAction, e.triggerSource])).toEqual([
       ['scheduled', 'user'], ['started', 'scheduler'], ['paused', 'user'], ['resumed', 'user'], ['completed', 'system'],
     ]);
@@ -365,7 +365,7 @@ describe.runIf(testDialects().includes('postgres'))('a campaign with two servers
       // Started through the second server: the first one's runner and dialer share the work.
       expect((await b.request('POST', `${A}/campaign/${created._id}/start`, { key: a.key })).status).toBe(202);
       const done = await waitForCampaign(a, created._id, 'completed', 30_000);
-      expect(done.metrics).toEqual({ total_participants: 12, contacts_called: 12, contacts_connected: 0, contacts_skipped_dnc: 0 });
+      expect(done.metrics).toEqual({ total_participants: 12, contacts_called: 12, contacts_connected: 0, contacts_skipped_dnc: 0, contacts_voicemail: 0 });
       expect(done.events.filter((e: any) => e.eventAction === 'completed')).toHaveLength(1);
       expect(carrier.arrivals().map((x) => digits(x.to)).sort()).toEqual(recipients.map(digits).sort());
       expect(await campaignCalls(a, created._id)).toHaveLength(12);

@@ -252,7 +252,7 @@ describe.each(testDialects())('do-not-call list on %s', (dialect) => {
       if (done.campaign.status === 'completed') break;
       if (Date.now() > until) throw new Error(`campaign stayed ${done.campaign.status}`);
     }
-    expect(done.metrics).toEqual({ total_participants: 4, contacts_called: 2, contacts_connected: 0, contacts_skipped_dnc: 2 });
+    expect(done.metrics).toEqual({ total_participants: 4, contacts_called: 2, contacts_connected: 0, contacts_skipped_dnc: 2, contacts_voicemail: 0 });
     expect(done.campaign).toMatchObject({ dncSkippedCount: 2, cancelledCallsCount: 0, participantsCount: 4 });
     const skipped = done.events.filter((e: any) => e.eventAction === 'dnc_skipped');
     expect(skipped).toHaveLength(1);

@@ -87,6 +87,9 @@ function searchFilter(query: URLSearchParams): Where | null {
   return (eb) => eb.or([like('call_id'), like('from_number'), like('to_number')]);
 }
 
+/** Voicemail detection's verdicts (`answeredBy` filter). */
+const ANSWERED_BY = ['human', 'voicemail', 'ivr', 'silence'];
+
 /** Applies every filter of the query string to the organization's calls (400 naming a bad parameter). */
 async function filteredCalls(db: Db, actor: Actor, query: URLSearchParams): Promise<CallsQuery> {
   let q: CallsQuery = db.selectFrom('calls').where('org_id', '=', actor.orgId);
@@ -104,6 +107,8 @@ async function filteredCalls(db: Db, actor: Actor, query: URLSearchParams): Prom
   if (types) q = q.where('type', 'in', types);
   const statuses = listParam(query, 'statusFilter', (v) => (CALL_STATUSES as readonly string[]).includes(v), `a call status (${CALL_STATUSES.join(', ')})`);
   if (statuses) q = q.where('status', 'in', statuses);
+  const answered = listParam(query, 'answeredBy', (v) => ANSWERED_BY.includes(v), `one of ${ANSWERED_BY.join(', ')}`);
+  if (answered) q = q.where('answered_by', 'in', answered);
   const reasons = listParam(query, 'disconnectReasonFilter');
   if (reasons) q = q.where('end_reason', 'in', reasons);
   // A retry is a campaign's later attempt at a recipient (its outbound row names the call it retries).

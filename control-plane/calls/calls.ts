@@ -70,6 +70,8 @@ export interface CallPatch {
   variables?: Record<string, unknown>;
   metrics?: CallMetrics | null;
   endReason?: string | null;
+  /** Voicemail detection's verdict (human, voicemail, ivr, silence). */
+  answeredBy?: string | null;
   endedAt?: string | null;
   durationS?: number | null;
   recordingMono?: string | null;
@@ -105,6 +107,7 @@ export async function createCall(db: Db | Tx, input: NewCall): Promise<{ id: str
       ended_at: null,
       duration_s: null,
       end_reason: null,
+      answered_by: null,
       transcript: '[]',
       variables: JSON.stringify(input.variables),
       metrics: null,
@@ -150,6 +153,7 @@ export async function updateCall(db: Db | Tx, callId: string, patch: CallPatch):
   if (patch.variables !== undefined) set.variables = JSON.stringify(patch.variables);
   if (patch.metrics !== undefined) set.metrics = patch.metrics === null ? null : JSON.stringify(patch.metrics);
   if (patch.endReason !== undefined) set.end_reason = patch.endReason;
+  if (patch.answeredBy !== undefined) set.answered_by = patch.answeredBy;
   if (patch.endedAt !== undefined) set.ended_at = patch.endedAt;
   if (patch.durationS !== undefined) set.duration_s = patch.durationS;
   if (patch.recordingMono !== undefined) set.recording_mono = patch.recordingMono;
@@ -226,6 +230,9 @@ function callDto(row: CallRow, agent: AgentBrief, entries: TranscriptEntry[], re
     branchId: row.branch_id,
     revisionId: row.revision_id,
     endReason: row.end_reason,
+    // Voicemail detection (outbound calls of agents with voiceMailDetectionConfig.enabled): its verdict and why.
+    answeredBy: row.answered_by ?? null,
+    answerDetection: (metrics?.answerDetection as Record<string, unknown> | undefined) ?? null,
     startedAt: row.started_at,
     endedAt: row.ended_at,
     createdAt: row.created_at,

@@ -68,6 +68,8 @@ interface Counts {
   canceled: number;
   /** Recipients skipped because their number is on the do-not-call list (outcome `dnc`). */
   dnc: number;
+  /** Recipients whose last call reached a voicemail, answering machine or IVR (outcome `voicemail`; retried as unanswered). */
+  voicemail: number;
 }
 
 async function countsOf(q: Db | Tx, campaignIds: string[]): Promise<Map<string, Counts>> {
@@ -82,20 +84,22 @@ async function countsOf(q: Db | Tx, campaignIds: string[]): Promise<Map<string, 
       'r.campaign_id',
       (eb) => eb.fn.countAll().as('total'),
       sql<number>`sum(case when r.attempts > 0 then 1 else 0 end)`.as('called'),
-      sql<number>`sum(case when r.connected = 1 or c.status in ('in_progress', 'completed') then 1 else 0 end)`.as('connected'),
+      // A machine (voicemail detection's verdict) is not a reached recipient.
+      sql<number>`sum(case when r.connected = 1 or (c.status in ('in_progress', 'completed') and (c.answered_by is null or c.answered_by in ('human', 'silence'))) then 1 else 0 end)`.as('connected'),
       sql<number>`sum(case when r.attempts > 1 then r.attempts - 1 else 0 end)`.as('retries'),
       sql<number>`sum(case when r.outcome = 'canceled' then 1 else 0 end)`.as('canceled'),
       sql<number>`sum(case when r.outcome = 'dnc' then 1 else 0 end)`.as('dnc'),
+      sql<number>`sum(case when r.outcome = 'voicemail' then 1 else 0 end)`.as('voicemail'),
     ])
     .where('r.campaign_id', 'in', campaignIds)
     .groupBy('r.campaign_id')
     .execute();
   return new Map(
-    rows.map((r) => [r.campaign_id, { total: Number(r.total), called: Number(r.called ?? 0), connected: Number(r.connected ?? 0), retries: Number(r.retries ?? 0), canceled: Number(r.canceled ?? 0), dnc: Number(r.dnc ?? 0) }]),
+    rows.map((r) => [r.campaign_id, { total: Number(r.total), called: Number(r.called ?? 0), connected: Number(r.connected ?? 0), retries: Number(r.retries ?? 0), canceled: Number(r.canceled ?? 0), dnc: Number(r.dnc ?? 0), voicemail: Number(r.voicemail ?? 0) }]),
   );
 }
 
-const NO_COUNTS: Counts = { total: 0, called: 0, connected: 0, retries: 0, canceled: 0, dnc: 0 };
+const NO_COUNTS: Counts = { total: 0, called: 0, connected: 0, retries: 0, canceled: 0, dnc: 0, voicemail: 0 };
 
 /** The raw campaign document (as create answers it: `agentId`, `audienceId` as plain ids). */
 function campaignDoc(row: CampaignRow, counts: Counts): Record<string, unknown> {
@@ -117,6 +121,7 @@ function campaignDoc(row: CampaignRow, counts: Counts): Record<string, unknown> 
     pausedAt: row.paused_at,
     cancelledCallsCount: counts.canceled,
     dncSkippedCount: counts.dnc,
+    voicemailCount: counts.voicemail,
     error: row.error,
     failedAt: row.failed_at,
     completedAt: row.completed_at,
@@ -300,7 +305,7 @@ export async function getCampaign(db: Db, actor: Actor, campaignId: string): Pro
   return {
     campaign,
     events: events.map((e) => ({ _id: e.id, triggerSource: e.trigger_source, eventAction: e.event_action, ...(e.detail ? { detail: e.detail } : {}), createdAt: e.created_at, updatedAt: e.created_at })),
-    metrics: { total_participants: counts.total, contacts_called: counts.called, contacts_connected: counts.connected, contacts_skipped_dnc: counts.dnc },
+    metrics: { total_participants: counts.total, contacts_called: counts.called, contacts_connected: counts.connected, contacts_skipped_dnc: counts.dnc, contacts_voicemail: counts.voicemail },
   };
 }
 

@@ -41,11 +41,13 @@ const FINAL = ['completed', 'failed', 'no_answer', 'cancelled'];
 /** A call whose record stays in progress this long after it started is taken for lost (its server died mid-call). */
 const LOST_CALL_MS = 3 * 3600 * 1000;
 
-type Outcome = 'completed' | 'busy' | 'no_answer' | 'failed' | 'canceled' | 'dnc';
+type Outcome = 'completed' | 'busy' | 'no_answer' | 'failed' | 'canceled' | 'dnc' | 'voicemail';
 
 export function outcomeOfCall(status: string, endReason: string | null): Outcome {
   // Taken out of the queue because its number was put on the do-not-call list: never dialed, never retried.
   if (status === 'cancelled' && endReason === DNC_REASON) return 'dnc';
+  // Answered by a voicemail, an answering machine or an IVR (voicemail detection): not reached, retried as unanswered.
+  if (status === 'completed' && (endReason === 'voicemail' || endReason === 'ivr')) return 'voicemail';
   if (status === 'completed') return 'completed';
   if (status === 'no_answer') return 'no_answer';
   if (status === 'cancelled') return 'canceled';

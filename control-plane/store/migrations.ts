@@ -599,6 +599,12 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('dnc_entries_agent').on('dnc_entries').columns(['org_id', 'agent_id']).execute();
     },
   },
+  '0018_answered_by': {
+    async up(db: Kysely<any>) {
+      // Who answered an outbound call with voicemail detection on: human, voicemail, ivr or silence (null: not detected).
+      await db.schema.alterTable('calls').addColumn('answered_by', 'text').execute();
+    },
+  },
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -156,6 +156,8 @@ export interface CallsTable {
   ended_at: string | null;
   duration_s: number | null;
   end_reason: string | null;
+  /** Voicemail detection's verdict on an outbound call (human, voicemail, ivr, silence); null when it did not run. */
+  answered_by: string | null;
   /** JSON: [{role, content, timestamp, interrupted?}]. */
   transcript: string;
   variables: string;

@@ -13,6 +13,7 @@ import type { Actor } from '../../control-plane/agents/agents.js';
 import { loadCall, updateCall } from '../../control-plane/calls/calls.js';
 import { ApiError, badRequest, notFound } from '../../control-plane/errors.js';
 import { pinnedTarget, resolveCallConfig } from '../../control-plane/calls/call-config.js';
+import { voicemailDetection } from '../../transports/calls/agent-spec.js';
 import {
   cancelOutbound, cancelRequested, cancelRequestedOf, claimNext, dialRoute, moveOutbound, queuedPaceKeys, reclaimExpired, renewLeases, requeueOutbound,
   type DialRoute, type OutboundRow,
@@ -83,6 +84,9 @@ const SLOTTING_EARLY_MS = 100;
 /** Ringing timeout when the trunk sets none. */
 const DEFAULT_RING_SECS = 60;
 const DEFAULT_MAX_CALL_SECS = 3600;
+
+/** Longest a voicemail detection listens (a machine's greeting that never ends: the message is left then). */
+const MAX_DETECTION_MS = 30_000;
 
 /** Call statuses a cancel cannot change. */
 const FINAL_STATUSES = new Set(['completed', 'failed', 'no_answer', 'cancelled', 'busy']);
@@ -565,8 +569,15 @@ export class OutboundDialer {
       const transfers = this.deps.transfers;
       if (transfers) answered.allowTransfers(transfers, { orgId: row.org_id, agentId: row.agent_id, direction: 'outbound', ownNumber: row.from_number });
       const resolved = await resolveCallConfig(db, { orgId: row.org_id, name: 'telephony' }, row.agent_id, await pinnedTarget(db, row.revision_id));
+      // Voicemail detection: who answered decides whether the agent talks, or leaves its message on a machine.
+      const vmd = voicemailDetection(resolved.config);
+      const heard = vmd ? await answered.detectAnswer(await this.deps.runtime.answerDetector(), MAX_DETECTION_MS) : null;
+      const machine = heard !== null && (heard.decision.verdict === 'voicemail' || heard.decision.verdict === 'ivr');
+      if (heard) logger.info({ callId, verdict: heard.decision.verdict, atMs: Math.round(heard.decision.atMs), reason: heard.decision.reason, greetingEnded: heard.greetingEnded }, 'outbound call answered');
       const call = await this.deps.runtime.start(
         {
+          ...(heard ? { answer: heard.decision } : {}),
+          ...(machine ? { leaveMessage: vmd!.endText } : {}),
           resolved,
           mode: 'webcall',
           type: 'telephony_outbound',

@@ -69,3 +69,10 @@ export function agentSpec(agentId: string, workflowType: string, config: Record<
     backgroundSound: isBackgroundSound(config.backgroundSound) ? config.backgroundSound : undefined,
   };
 }
+
+/** `voiceMailDetectionConfig` of an agent when it is on: the message to leave on a machine ('' : none). */
+export function voicemailDetection(config: Record<string, unknown>): { endText: string } | null {
+  const v = obj(config.voiceMailDetectionConfig);
+  if (v.enabled !== true) return null;
+  return { endText: str(v.endText)?.trim() ?? '' };
+}

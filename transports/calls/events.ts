@@ -76,6 +76,8 @@ export class CallEvents {
       callDirection: this.info.callType,
       answerTime: end.answered === false ? null : end.startedAt.toISOString(),
       endTime: end.endedAt.toISOString(),
+      // Voicemail detection's verdict, when it ran (human, voicemail, ivr, silence).
+      ...(patch.answeredBy ? { answeredBy: patch.answeredBy } : {}),
     };
     const transcript = end.transcript.map((t) => ({ role: t.role, content: t.content, timestamp: t.timestamp }));
     const ended = await this.db.transaction().execute(async (tx) => {

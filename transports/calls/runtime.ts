@@ -7,7 +7,8 @@ import { CallRecordWriter } from './record-writer.js';
 import { activateQueuedCall, createCall, newCallId, type CallMode, type CallType, type TranscriptEntry } from '../../control-plane/calls/calls.js';
 import type { SecretVault } from '../../control-plane/secrets/vault.js';
 import { AgentSession, type SessionEvent, type TransferOutcome, type TransferRequest } from '../../engine/agent/session.js';
-import type { LlmEndpoint, Vars } from '../../engine/agent/types.js';
+import type { Brain, BrainEvent, LlmEndpoint, Vars } from '../../engine/agent/types.js';
+import { AnswerDetector, type AnswerDecision } from '../../engine/agent/answer-detect.js';
 import { callVariables, standardVariables } from '../../engine/agent/variables.js';
 import type { Encoding } from '../../engine/audio/codecs.js';
 import type { ModelRegistry } from '../../engine/models/registry.js';
@@ -64,6 +65,13 @@ export interface StartCall {
   transfer?(req: TransferRequest): Promise<TransferOutcome>;
   /** The caller's audio is denoised already (a SIP trunk's noiseSuppression): the agent's denoisingConfig is not applied again. */
   inputDenoised?: boolean;
+  /** Voicemail detection's verdict on an outbound call (recorded as `answeredBy`, its reason in `answerDetection`). */
+  answer?: AnswerDecision;
+  /**
+   * A machine answered: instead of the agent's conversation the call says this (the agent's `endText`; '' says
+   * nothing) and hangs up; it ends with the verdict (`voicemail`, `ivr`) as its reason.
+   */
+  leaveMessage?: string;
 }
 
 export interface RunningCall {
@@ -79,6 +87,18 @@ export interface RunningCall {
   extendRecording(rate: number): (Omit<RecordingExtension, 'end'> & { end(): Promise<void> }) | null;
 }
 
+/** The brain of a call answered by a machine: the message (if any), then the end of the call. */
+class MessageBrain implements Brain {
+  constructor(private readonly message: string) {}
+  async *opening(): AsyncIterable<BrainEvent> {
+    if (this.message) yield { type: 'text', text: this.message };
+    yield { type: 'end_call', reason: 'voicemail' };
+  }
+  async *reply(): AsyncIterable<BrainEvent> {}
+  addToolResult(): void {}
+  truncateLastReply(): void {}
+}
+
 /** How far before the VAD's speech start a redacted turn's silence begins (16 kHz samples: 0.5 s). */
 const TURN_LEAD_SAMPLES = 8000;
 
@@ -86,6 +106,11 @@ const CONVERSATION_TYPE: Record<CallType, string> = { webcall: 'webcall', teleph
 
 export class CallRuntime {
   constructor(private readonly deps: CallRuntimeDeps) {}
+
+  /** A voicemail detector for an outbound call's callee audio (8 kHz), on the server's own VAD and recognizer. */
+  async answerDetector(): Promise<AnswerDetector> {
+    return new AnswerDetector(await registryModels(this.deps.registry).turn(), { rate: 8000 });
+  }
 
   /** A call id for a call about to start (the agent WebSocket announces it in `session.created`). */
   newCallId(): string {
@@ -103,6 +128,8 @@ export class CallRuntime {
     const orgId = resolved.agent.org_id;
     const spec = agentSpec(agentId, resolved.workflowType, resolved.config, registry);
     if (call.inputDenoised) spec.denoise = false;
+    // Leaving a message on a machine: the message plays whole, whatever the machine does meanwhile.
+    if (call.leaveMessage !== undefined) spec.allowInterruptions = false;
     const callId = call.callId ?? newCallId();
     const conversationType = CONVERSATION_TYPE[call.type];
     const variables = callVariables(
@@ -121,13 +148,17 @@ export class CallRuntime {
       }),
     );
     // The pre-call API, before the agent speaks: its variables fill the call's (the first message may use them).
-    const preCall = await runPreCall(resolved.config.preCallAPI, variables, orgRequestOptions({ orgId, vault: this.deps.vault, allowPrivateEgress: this.deps.allowPrivateEgress }));
+    const preCall = call.leaveMessage !== undefined ? null : await runPreCall(resolved.config.preCallAPI, variables, orgRequestOptions({ orgId, vault: this.deps.vault, allowPrivateEgress: this.deps.allowPrivateEgress }));
     if (preCall) {
       Object.assign(variables, preCall.variables);
       if (!preCall.outcome.ok) logger.info({ callId, error: preCall.outcome.error, status: preCall.outcome.status }, 'pre-call API failed; the call goes on with its defaults');
     }
     /** What every write of the record's metrics carries besides the turns. */
-    const callFacts = preCall ? { preCallApi: preCall.outcome } : {};
+    const callFacts = {
+      ...(preCall ? { preCallApi: preCall.outcome } : {}),
+      ...(call.answer ? { answerDetection: { verdict: call.answer.verdict, atMs: Math.round(call.answer.atMs), reason: call.answer.reason, messageLeft: call.leaveMessage !== undefined ? call.leaveMessage !== '' : null } } : {}),
+    };
+    const answeredBy = call.answer?.verdict ?? null;
     const toolRefs = Array.isArray(resolved.config.toolRefs) ? (resolved.config.toolRefs as string[]) : [];
     const library = await resolveAgentTools(db, orgId, toolRefs);
     const tools = new CallTools(library, spec.tools ?? [], {
@@ -143,7 +174,7 @@ export class CallRuntime {
     const redaction = redactionOptions(resolved.config.redactionConfig);
     // The model sees placeholders where the caller's details were: it is told so, and not to read them aloud.
     if (redaction) spec.globalPrompt = [spec.globalPrompt, REDACTION_NOTE].filter(Boolean).join('\n\n');
-    const brain = await createBrain(spec, resolved.config, { vault: this.deps.vault, orgId, defaultLlm: this.deps.defaultLlm }, tools.libraryFunctions(library));
+    const brain: Brain = call.leaveMessage !== undefined ? new MessageBrain(call.leaveMessage) : await createBrain(spec, resolved.config, { vault: this.deps.vault, orgId, defaultLlm: this.deps.defaultLlm }, tools.libraryFunctions(library));
     // The model that answers, not the configured `slmModel` name (a hosted model we do not run): null for a workflow graph.
     const slmModel = brain.modelName ?? null;
     const events = new CallEvents(db, this.deps.notifyWebhooks, {
@@ -229,7 +260,9 @@ export class CallRuntime {
             metrics.closed(call.mode, event.reason);
             const final = {
               status: event.reason === 'error' ? ('failed' as const) : ('completed' as const),
-              endReason: event.reason,
+              // A message left on a machine ends with the verdict (campaigns retry those: nobody was reached).
+              endReason: call.leaveMessage !== undefined && event.reason === 'ended' && answeredBy ? answeredBy : event.reason,
+              ...(answeredBy ? { answeredBy } : {}),
               endedAt: endedAt.toISOString(),
               durationS: Math.round((endedAt.getTime() - session.startedAt.getTime()) / 100) / 10,
               transcript: [...session.transcript],
@@ -286,6 +319,7 @@ export class CallRuntime {
       };
     };
     writer = new CallRecordWriter(db, callId, session.transcript, logger);
+    if (answeredBy) writer.update({ answeredBy, metrics: { ...callFacts, turns: [] } });
     session.start();
     return { callId, session, finished, extendRecording };
   }
