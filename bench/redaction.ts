@@ -10,18 +10,9 @@ import { gunzipSync } from 'node:zlib';
 import { Redactor } from '../engine/privacy/redact.js';
 import { isPciKind, type RedactionKind, type RedactionSpan } from '../engine/privacy/types.js';
 import { printTable, resultPath } from './lib/report.js';
+import { mulberry32 } from '../engine/random.js';
 
 // ---- seeded generator -------------------------------------------------------------------------------------------
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const rnd = mulberry32(Number(process.env.BENCH_SEED ?? 33));
 const N = Number(process.env.BENCH_N ?? 150);
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;

@@ -36,6 +36,16 @@ export const unauthorized = (message = 'Unauthorized: invalid or missing API key
 /** 403 bodies carry `data` (the spec's Forbidden shape) and `errors` for clients that read either. */
 export const forbidden = (message: string) => new ApiError(403, message, { data: { message } });
 export const notFound = (message = 'Resource not found') => new ApiError(404, message);
+
+/**
+ * A row addressed by id: 404 when there is none, and the spec's general 403 when another organization owns it (the
+ * same for every kind of resource, so the answer tells nothing about the other organization but that the id exists).
+ */
+export function ownRow<T extends { org_id: string | null }>(row: T | undefined, orgId: string, missing: () => ApiError, what: string): T {
+  if (!row) throw missing();
+  if (row.org_id !== orgId) throw forbidden(`This API key has no access to this ${what}`);
+  return row;
+}
 export const conflict = (errorType: string, message: string, headers?: Record<string, string>) =>
   new ApiError(409, message, { errorType, headers });
 export const locked = (message: string) => new ApiError(423, message, { errorType: 'config_freeze_active' });

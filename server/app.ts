@@ -53,6 +53,7 @@ import { MediaWorker } from '../telephony/media/remote.js';
 import { OutboundDialer } from '../telephony/outbound/dialer.js';
 import { CallTransfers } from '../telephony/transfer.js';
 import { LocalPacer, RedisPacer } from '../telephony/outbound/pacer.js';
+import { LocalDigestGuard, RedisDigestGuard } from '../telephony/digest-guard.js';
 import { LoopReservations } from '../transports/http/loop-reservations.js';
 import { setConfigEgressPolicy } from '../control-plane/agents/config-schema.js';
 import { outboundRoutes, testCallQueue, type OutboundRouteDeps } from '../transports/routes/outbound.js';
@@ -60,6 +61,7 @@ import { campaignRoutes } from '../transports/routes/campaigns.js';
 import { useNonceSecret } from '../telephony/sip/digest.js';
 import { CampaignRunner } from '../control-plane/campaigns/runner.js';
 import { audienceRoutes } from '../transports/routes/audiences.js';
+import { sweepAbandonedUploads } from '../control-plane/campaigns/audience-removal.js';
 import { dncRoutes, type DncRouteDeps } from '../transports/routes/dnc.js';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
@@ -185,6 +187,11 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   referenceRoutes(server, { atomsPrefix: settings.atomsPrefix, wavesPrefix: settings.wavesPrefix });
   server.finish();
 
+  // Audience uploads a stopped server left half-written (invisible meanwhile) are removed once they have gone still.
+  void sweepAbandonedUploads(store.db).then(
+    (swept) => swept && logger.info({ swept }, 'removed audience uploads a stopped server left unfinished'),
+    (err: unknown) => logger.warn({ err: String(err) }, 'could not sweep unfinished audience uploads'),
+  );
   const resumed = await publish.resumePendingScans();
   if (resumed) logger.info({ resumed }, 'resumed deferred security scans');
   // Telephony: the SIP leg (PARLEY_SIP_PORT=off disables it), before the HTTP port opens so `listening` means ready.
@@ -206,7 +213,11 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   const pacer = sip ? (settings.redisUrl ? new RedisPacer(settings.redisUrl) : new LocalPacer()) : null;
   // Transfers (REFER, or a second call at the pace of its carrier address bridged to the caller).
   const transfers = sip && pacer ? new CallTransfers(sip, { db: store.db, carrier: settings.carrier, secrets: webhookSecrets, media, pacer, logger }) : undefined;
-  const inbound = sip ? new InboundCalls(sip, { db: store.db, runtime, limits, secrets: webhookSecrets, carrier: settings.carrier, logger, media, mediaTimeoutSecs: settings.sip.rtpTimeoutSecs, metrics: telephonyMetrics, transfers }) : null;
+  // Digest guessing limits: counted in this process, or across every server sharing PARLEY_REDIS_URL.
+  const digestGuard = sip ? (settings.redisUrl ? new RedisDigestGuard(settings.redisUrl) : new LocalDigestGuard()) : null;
+  const inbound = sip && digestGuard
+    ? new InboundCalls(sip, { db: store.db, runtime, limits, secrets: webhookSecrets, carrier: settings.carrier, logger, media, mediaTimeoutSecs: settings.sip.rtpTimeoutSecs, metrics: telephonyMetrics, transfers, digestGuard })
+    : null;
   const dialer = sip && pacer
     ? new OutboundDialer(sip, {
         db: store.db, runtime, limits, media, pacer, secrets: webhookSecrets, carrier: settings.carrier, logger, metrics: telephonyMetrics,
@@ -243,6 +254,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
       await sip?.close();
       await media.close();
       await pacer?.close();
+      await digestGuard?.close();
       server.close();
       await keys.close();
       await scanner.close();

@@ -1,6 +1,6 @@
 // Inbound calls: an INVITE is routed to the agent that answers the called number (or trunk), checked against the
-// trunk's rules (addresses, caller numbers, digest, the kill switch, capacity), answered with SDP, and run through
-// the same call runtime as web calls with an RTP session as its audio.
+// trunk's rules (addresses, caller numbers, digest with its guessing limits, the kill switch, capacity), answered with
+// SDP, and run through the same call runtime as web calls with an RTP session as its audio.
 import type { Logger } from 'pino';
 import type { Db } from '../control-plane/store/db.js';
 import { resolveInbound, trunkPassword, addressAllowed, type InboundTrunk } from '../control-plane/telephony/routing.js';
@@ -13,11 +13,12 @@ import { ApiError } from '../control-plane/errors.js';
 import { challenge, verify } from './sip/digest.js';
 import type { SipRequest, SipResponse } from './sip/message.js';
 import type { SipStack } from './sip/stack.js';
-import { negotiate } from './media/sdp.js';
+import { checkSdp, negotiate } from './media/sdp.js';
 import type { MediaLeg, MediaLegs } from './media/leg.js';
 import { PhoneCall } from './phone-call.js';
 import type { TelephonyMetrics } from './metrics.js';
 import type { CallTransfers } from './transfer.js';
+import { LocalDigestGuard, type DigestAttempt, type DigestGuard, type GuardScope } from './digest-guard.js';
 
 export interface InboundDeps {
   db: Db;
@@ -36,6 +37,8 @@ export interface InboundDeps {
   metrics?: TelephonyMetrics;
   /** Carries out the agents' transfers; without it a transfer ends the call as transfer_unavailable. */
   transfers?: CallTransfers;
+  /** Counts wrong digest answers and refuses guessers while they cool off (default: counted in this process). */
+  digestGuard?: DigestGuard;
 }
 
 /** Platform-number calls (no trunk): the carrier's defaults. */
@@ -48,6 +51,8 @@ const PLATFORM_DEFAULTS = { mediaEncryption: 'allow' as const, noiseSuppression:
 const PHONE_OUTPUT_LEAD_MS = 200;
 /** How long a refused caller should wait (503). */
 const RETRY_AFTER_S = 5;
+/** The guard's trunk name for the platform carrier's credentials (trunk ids are hex: no clash). */
+const PLATFORM_CARRIER = 'platform-carrier';
 
 /** The called number of a Request-URI user part: `+` and digits (a digits-only user part gets its `+`); null otherwise. */
 export function calledNumber(user: string | undefined): string | null {
@@ -60,12 +65,14 @@ export function calledNumber(user: string | undefined): string | null {
 export class InboundCalls {
   private readonly calls = new Set<PhoneCall>();
   private readonly realm: string;
+  private readonly guard: DigestGuard;
 
   constructor(
     private readonly stack: SipStack,
     private readonly deps: InboundDeps,
   ) {
     this.realm = deps.realm ?? 'parley';
+    this.guard = deps.digestGuard ?? new LocalDigestGuard();
     stack.use('INVITE', (req, res) => {
       this.invite(req, res).catch((err: unknown) => {
         deps.logger.error({ err: err instanceof Error ? err.message : String(err), callId: req.headers.callId }, 'inbound call failed');
@@ -112,13 +119,36 @@ export class InboundCalls {
     }
     const credentials = await this.credentials(trunk);
     if (credentials) {
+      // The answer is checked here; the guard then decides, in one step, whether a cooling-off refuses it (403 without
+      // a challenge, whatever was presented: the right password too) and counts a wrong one.
+      const attempt: DigestAttempt = { trunk: trunk?.id ?? PLATFORM_CARRIER, source };
       const verdict = verify(req, { username: credentials.username, password: credentials.password, realm: this.realm });
       if (verdict === 'missing') {
-        challenge(res, this.realm);
+        const cooling = await this.guarded('check', () => this.guard.refusal(attempt), null);
+        if (cooling) this.refuse(res, cooling.scope);
+        else challenge(res, this.realm);
         return;
       }
       if (verdict === 'wrong') {
+        const failure = await this.guarded('count', () => this.guard.failed(attempt), { refused: null, lockouts: [] });
+        if (failure.refused) {
+          this.refuse(res, failure.refused.scope);
+          return;
+        }
         res.send(403, 'Forbidden');
+        this.deps.metrics?.digestFailed(failure.lockouts);
+        for (const l of failure.lockouts) {
+          // Who and for how long; never what was presented (the username, the digest answer).
+          logger.warn(
+            { trunk: attempt.trunk, source, scope: l.scope, coolingSecs: l.coolingMs / 1000, repeat: l.repeat },
+            l.scope === 'source' ? 'sip digest: too many wrong answers from one address; refusing it on this trunk' : 'sip digest: too many wrong answers on this trunk; refusing addresses without a recent success',
+          );
+        }
+        return;
+      }
+      const cooling = await this.guarded('reset', () => this.guard.succeeded(attempt), null);
+      if (cooling) {
+        this.refuse(res, cooling.scope);
         return;
       }
     }
@@ -173,7 +203,8 @@ export class InboundCalls {
         throw new Refused();
       }
       // The 200 goes out inside createUAS; the dialog comes with the ACK.
-      const accepting = this.stack.createUAS(req, res, { localSdp: answer.answerSdp, headers: trunk?.headers });
+      // Re-INVITEs and UPDATEs in the call are held to the offer's media-address rules (hold passes).
+      const accepting = this.stack.createUAS(req, res, { localSdp: answer.answerSdp, headers: trunk?.headers, checkSdp });
       const answeredAt = performance.now();
       const dialog = await accepting.catch((err: unknown) => {
         // Canceled (or hung up) between the ringing and the ACK.
@@ -223,6 +254,25 @@ export class InboundCalls {
         phone.end('error');
       }
       throw err;
+    }
+  }
+
+  /** 403 without a challenge: the source (or the trunk) cools off after too many wrong answers. */
+  private refuse(res: SipResponse, scope: GuardScope): void {
+    this.deps.metrics?.digestRefused(scope);
+    res.send(403, 'Forbidden');
+  }
+
+  /**
+   * The guard's answer, or `fallback` when it fails (Redis unreachable): the call goes on without the limits rather
+   * than every authenticated call failing with the guard.
+   */
+  private async guarded<T>(what: string, run: () => Promise<T>, fallback: T): Promise<T> {
+    try {
+      return await run();
+    } catch (err) {
+      this.deps.logger.warn({ err: err instanceof Error ? err.message : String(err), what }, 'sip digest guard unavailable; going on without its limits');
+      return fallback;
     }
   }
 

@@ -1,7 +1,9 @@
-// Prometheus metrics of the phone leg: calls up, how long an INVITE waits for its answer, and the media quality a
-// caller hears (silence the agent's audio did not arrive in time for, send-clock stalls, packets lost on the way in).
+// Prometheus metrics of the phone leg: calls up, how long an INVITE waits for its answer, the media quality a caller
+// hears (silence the agent's audio did not arrive in time for, send-clock stalls, packets lost on the way in), and
+// digest password guessing (wrong answers, cooling-off periods started, requests refused while cooling).
 import client from 'prom-client';
 import { SEND_DEVIATION_BOUNDS_MS, type RtpSessionStats } from './media/session.js';
+import type { GuardScope } from './digest-guard.js';
 
 export type CallDirection = 'inbound' | 'outbound';
 
@@ -12,6 +14,9 @@ export class TelephonyMetrics {
   private readonly skipped: client.Counter<'direction'>;
   private readonly lost: client.Counter<'direction'>;
   private readonly sendDeviation: CountedHistogram;
+  private readonly authFailures: client.Counter;
+  private readonly authLockouts: client.Counter<'scope'>;
+  private readonly authRefused: client.Counter<'scope'>;
 
   constructor(registry: client.Registry) {
     const registers = [registry];
@@ -37,6 +42,29 @@ export class TelephonyMetrics {
       SEND_DEVIATION_BOUNDS_MS.map((ms) => ms / 1000),
       registry,
     );
+    this.authFailures = new client.Counter({ name: 'parley_sip_auth_failures_total', help: 'Wrong SIP digest answers (a wrong password or username)', registers });
+    this.authLockouts = new client.Counter({
+      name: 'parley_sip_auth_lockouts_total',
+      help: 'SIP digest cooling-off periods started here (scope source: one address on one trunk; trunk: every address without a recent success)',
+      labelNames: ['scope'],
+      registers,
+    });
+    this.authRefused = new client.Counter({ name: 'parley_sip_auth_refused_total', help: 'SIP requests refused 403 without a challenge while cooling off', labelNames: ['scope'], registers });
+    for (const scope of ['source', 'trunk'] as const) {
+      this.authLockouts.inc({ scope }, 0);
+      this.authRefused.inc({ scope }, 0);
+    }
+  }
+
+  /** A wrong digest answer, and the cooling-off periods it started. */
+  digestFailed(lockouts: readonly { scope: GuardScope }[]): void {
+    this.authFailures.inc();
+    for (const l of lockouts) this.authLockouts.inc({ scope: l.scope });
+  }
+
+  /** A request refused while its source or trunk cools off. */
+  digestRefused(scope: GuardScope): void {
+    this.authRefused.inc({ scope });
   }
 
   answered(direction: CallDirection, seconds: number): void {

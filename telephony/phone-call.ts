@@ -11,6 +11,7 @@ import { KeypadCollector } from '../engine/agent/keypad.js';
 import type { Dialog } from './sip/dialog.js';
 import type { MediaLeg } from './media/leg.js';
 import { parseSdp } from './media/sdp-parse.js';
+import { holdAddress } from './media/media-address.js';
 import type { Lease } from '../transports/ws/session-limits.js';
 import type { CallDirection, TelephonyMetrics } from './metrics.js';
 import { TRANSFER_REFUSED, type Bridge, type CallTransfers } from './transfer.js';
@@ -236,12 +237,12 @@ export class PhoneCall {
 
 /**
  * Whether an SDP's audio stream says the call is not on hold (sendrecv), so its sender's RTP is expected. A holder
- * offers `sendonly` (RFC 3264 §8.4) and many phones then send nothing at all, so any other direction pauses the media
- * timeout; an unreadable SDP counts as not on hold.
+ * offers `sendonly` (RFC 3264 §8.4), or the older hold address c=0.0.0.0 (RFC 2543), and many phones then send nothing
+ * at all, so either pauses the media timeout; an unreadable SDP counts as not on hold.
  */
 function peerSends(sdp: string): boolean {
   const parsed = parseSdp(sdp);
   if ('status' in parsed) return true;
   const audio = parsed.media.find((m) => m.media === 'audio' && m.port !== 0);
-  return audio ? audio.direction === 'sendrecv' : false;
+  return audio ? audio.direction === 'sendrecv' && !(audio.address && holdAddress(audio.address)) : false;
 }

@@ -21,7 +21,7 @@ import type { CarrierSettings } from '../server/settings.js';
 import { HoldPlayer } from './hold-sound.js';
 import { detectHuman } from './human-detect.js';
 import type { MediaLeg, MediaLegs } from './media/leg.js';
-import { acceptAnswer, buildOffer } from './media/sdp.js';
+import { acceptAnswer, buildOffer, checkSdp } from './media/sdp.js';
 import type { Pacer } from './outbound/pacer.js';
 import { carrierLine, outcomeOf, type CarrierLine } from './outbound/dialer.js';
 import type { Dialog } from './sip/dialog.js';
@@ -275,6 +275,7 @@ export class CallTransfers {
         signal: abort.signal,
         headers: line.trunk ? (JSON.parse(line.trunk.headers) as Record<string, string>) : undefined,
         onSent: () => void pacer.sent(source.route.paceKey, source.route.cps).catch(() => undefined), // the next slot from now
+        checkSdp, // the target's re-INVITEs and UPDATEs: the same media-address rules as its answer
       });
       const dialog = await dialing;
       const accepted = acceptAnswer(dialog.remoteSdp, offer);

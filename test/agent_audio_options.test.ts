@@ -10,6 +10,7 @@ import { decodeLinear16, encodeLinear16 } from '../engine/audio/pcm.js';
 import { readWav, writeWav } from '../engine/audio/wav.js';
 import { AgentCaller, connectUrl, endedCall, speech } from './support/agent-client.js';
 import { baresipCall, callerScript, killBaresips } from './support/baresip.js';
+import { mulberry32 } from '../engine/random.js';
 import { freePort } from './support/sip-peers.js';
 
 const A = '/atoms/v1';
@@ -49,14 +50,7 @@ const userTurns = (c: AgentCaller, after = 0) => c.frames.slice(after).filter((f
 
 /** Seeded white noise (mulberry32), `seconds` long at `rms`. */
 function whiteNoise(seconds: number, rms: number, seed = 7): Float32Array {
-  let a = seed;
-  const rnd = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const rnd = mulberry32(seed);
   // Uniform in [-1, 1) has an RMS of 1/sqrt(3).
   return Float32Array.from({ length: Math.round(seconds * RATE) }, () => (rnd() * 2 - 1) * rms * Math.sqrt(3));
 }

@@ -143,8 +143,8 @@ describe.each(testDialects())('do-not-call list on %s', (dialect) => {
 
     // Another organization sees none of it.
     expect((await list('', otherKey)).body.data.pagination.total).toBe(0);
-    expect((await server.request('GET', `${A}/dnc/${entry._id}`, { key: otherKey })).status).toBe(404);
-    expect((await server.request('DELETE', `${A}/dnc/${entry._id}`, { key: otherKey })).status).toBe(404);
+    expect((await server.request('GET', `${A}/dnc/${entry._id}`, { key: otherKey })).status).toBe(403);
+    expect((await server.request('DELETE', `${A}/dnc/${entry._id}`, { key: otherKey })).status).toBe(403);
 
     // Removed by id, and by number in its scope.
     expect((await server.request('GET', `${A}/dnc/${entry._id}`)).body.data).toEqual(entry);

@@ -117,6 +117,15 @@ describe('voicemail detection on outbound calls', () => {
     expect((await suite.server.request('GET', `${A}/conversation?answeredBy=robot`)).status).toBe(400);
   }, 60_000);
 
+  it('an IVR menu: named ivr, the message is left once the menu stops, and the call hangs up', async () => {
+    const menu = await spoken(suite.server, 'Thank you for calling Acme Insurance. For sales, press one. For claims, press two. To speak with a representative, press zero.', 'slt');
+    const { record, heard, post } = await callOnce(callerScript([{ silence: 0.3 }, { wav: menu }, { silence: 15 }]), 4);
+    expect(record).toMatchObject({ status: 'completed', endReason: 'ivr', answeredBy: 'ivr' });
+    expect(record.answerDetection).toMatchObject({ verdict: 'ivr', messageLeft: true });
+    expect(heard).toMatch(/call us back/);
+    expect(post.metadata.callData.answeredBy).toBe('ivr');
+  }, 60_000);
+
   it('nobody speaks: the agent speaks first after a short wait; answeredBy silence', async () => {
     const { record, heard } = await callOnce(callerScript([{ silence: 14 }]), 3);
     expect(record).toMatchObject({ status: 'completed', endReason: 'ended', answeredBy: 'silence' });

@@ -318,8 +318,8 @@ describe.each(testDialects())('webhooks on %s', (dialect) => {
       expect((await req('GET', `/webhook?webhookId=${target}`)).body).toEqual(notFound);
     }
     const otherKey = await createOrgKey(suite.store, 'other', `other-${dialect}-patch`);
-    expect((await req('PATCH', `/webhook/${id}`, { body: { description: 'x' }, key: otherKey })).status).toBe(404);
-    expect((await req('GET', `/webhook?webhookId=${id}`, { key: otherKey })).status).toBe(404);
+    expect((await req('PATCH', `/webhook/${id}`, { body: { description: 'x' }, key: otherKey })).status).toBe(403);
+    expect((await req('GET', `/webhook?webhookId=${id}`, { key: otherKey })).status).toBe(403);
     expect((await req('GET', '/webhook', { key: otherKey })).body.data.some((w: any) => w._id === id)).toBe(false);
   });
 

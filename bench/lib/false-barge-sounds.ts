@@ -3,12 +3,8 @@
 // One generator per kind; each returns mono float samples at the rate asked for, starting at the sound's first sample.
 // Backchannels ("mm-hmm", "okay") are speech: bench/lib/caller-clips.ts synthesises them.
 
-import { prng } from '../../test/support/sip-fuzz.js';
-
-export type Rng = () => number;
-
-/** A seeded uniform generator in [0, 1) (mulberry32; the SIP fuzzer's). */
-export const mulberry32: (seed: number) => Rng = prng;
+export { mulberry32, type Rng } from '../../engine/random.js';
+import { mulberry32, type Rng } from '../../engine/random.js';
 
 /** A 32-bit seed from any parts (FNV-1a over their text): the same parts give the same sound or delay on both sides. */
 export function seedOf(...parts: (string | number)[]): number {

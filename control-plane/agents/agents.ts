@@ -8,6 +8,7 @@ import { ApiError, badRequest, forbidden, locked, notFound } from '../errors.js'
 import { bodyObject, checkBody, parseBody, says } from '../validation.js';
 import { WORKFLOW_TYPES } from './config-schema.js';
 import { applyConfigPatch, defaultConfig, pickConfig, type AgentConfig, type BlockRefs } from './config.js';
+import { referenceErrors } from './references.js';
 import { insertBranch, loadConfig, parseJson, storeBlocks } from './records.js';
 import { withTimezoneView } from './timezone.js';
 import { mergeWidgetConfig, storedWidgetConfig, widgetConfigView, type WidgetConfig } from './widget-config.js';
@@ -78,8 +79,10 @@ export async function createAgent(db: Db, actor: Actor, body: unknown): Promise<
   if (!(await telephonyWindow(db)).open) delete input.allowInboundCall;
   const errors: string[] = checkBody(createAgentMeta, input).errors;
   const workflowType = input.workflowType ?? 'single_prompt';
-  const { merged, errors: configErrors } = applyConfigPatch(defaultConfig(), pickConfig(input));
+  const picked = pickConfig(input);
+  const { merged, errors: configErrors } = applyConfigPatch(defaultConfig(), picked);
   errors.push(...configErrors);
+  if (!configErrors.length) errors.push(...(await referenceErrors(db, actor.orgId, picked)));
   const widget = input.widgetConfig === undefined ? null : mergeWidgetConfig({}, input.widgetConfig);
   errors.push(...(widget?.errors ?? []));
   if (errors.length) throw badRequest(errors);
@@ -274,6 +277,7 @@ export async function updateAgent(db: Db, actor: Actor, agentId: string, body: u
   const current = await loadConfig(db, JSON.parse(agent.base_blocks) as BlockRefs);
   const { merged, errors: configErrors } = applyConfigPatch(current, configPatch);
   errors.push(...configErrors);
+  if (!configErrors.length) errors.push(...(await referenceErrors(db, actor.orgId, Object.fromEntries(Object.keys(configPatch).map((k) => [k, merged[k]])))));
   if (input.workflowType !== undefined && agent.versioned) {
     const i = errors.findIndex((e) => e.startsWith('workflowType: '));
     errors.splice(i < 0 ? errors.length : i, i < 0 ? 0 : 1, 'workflowType: change it through a draft once the agent is versioned');

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { ApiError, badRequest, conflict, notFound } from '../errors.js';
 import { bodyObject, parseBody, says } from '../validation.js';
 import { WORKFLOW_TYPES } from './config-schema.js';
+import { referenceErrors } from './references.js';
 import { applyConfigPatch, pickConfig, sectionOf, getPath, leafWrites, pathsOverlap, sameValue, type BlockRefs, type Section } from './config.js';
 import { loadAgent, loadAgentForWrite, type Actor, type AgentRow } from './agents.js';
 import { assertWritable, liveHeadId, loadBranch } from './branches.js';
@@ -71,6 +72,7 @@ export async function putDraft(db: Db, actor: Actor, agentId: string, branchId: 
     }
 
     const { merged, errors } = applyConfigPatch(current, patch);
+    if (!errors.length) errors.push(...(await referenceErrors(tx, agent.org_id, Object.fromEntries(Object.keys(patch).map((k) => [k, merged[k]])))));
     if (errors.length) throw badRequest(errors);
     const refs = await storeBlocks(tx, agentId, merged);
     const writes = leafWrites(patch);

@@ -1,19 +1,20 @@
-// Campaign audiences (wire §5): a CSV upload becomes members (an E.164 number, an optional identifier, call variables
-// from the other columns); audiences are listed, read and deleted; members are paged, searched, added and removed.
+// Campaign audiences (wire §5): audiences are listed, read and deleted; members are paged, searched, added and
+// removed. The CSV upload that creates one (members: an E.164 number, an optional identifier, call variables from
+// the other columns) is read as a stream in audience-upload.ts.
 import { sql, type Selectable } from 'kysely';
-import { parse, CsvError } from 'csv-parse/sync';
 import { isUniqueViolation, type Db, type Tx } from '../store/db.js';
 import type { AudienceMembersTable, AudiencesTable } from '../store/schema.js';
 import { isObjectId, newId, nowIso } from '../store/ids.js';
-import { badRequest, conflict, notFound } from '../errors.js';
+import { badRequest, conflict, notFound, ownRow } from '../errors.js';
 import type { Actor } from '../agents/agents.js';
 import { intParam } from '../query.js';
 import { parseCallVariables, RESERVED_VARIABLES, type CallVariables } from '../calls/variables.js';
-import { isE164, unknownFields } from '../telephony/validation.js';
+import { isE164 } from '../telephony/validation.js';
 import { checkBody, collapseField, says, strictBody } from '../validation.js';
+import { DISCARDING, removePending } from './audience-removal.js';
 import { z } from 'zod';
 
-type AudienceRow = Selectable<AudiencesTable>;
+export type AudienceRow = Selectable<AudiencesTable>;
 type MemberRow = Selectable<AudienceMembersTable>;
 
 /** Most members an audience holds (an upload's rows, and every later addition). */
@@ -21,21 +22,14 @@ export const MAX_MEMBERS = 100_000;
 /** Most members one add or delete request names. */
 const MAX_PER_REQUEST = 10_000;
 /** Rows named in one error message; the rest are counted. */
-const SHOWN = 5;
+export const SHOWN = 5;
 /** Rows per INSERT (well under both dialects' bound-parameter limits). */
-const BATCH = 500;
+export const BATCH = 500;
 /** Joins a member's searchable values: never part of a query, so a match cannot span two values. */
 const SEPARATOR = '\u001f';
-const UPLOAD_FIELDS = ['file', 'name', 'description', 'phoneNumberColumnName', 'identifierColumnName'] as const;
-
-/** A parsed `multipart/form-data` upload: its text fields and its file parts. */
-export interface AudienceUpload {
-  fields: Record<string, string>;
-  files: Record<string, Buffer>;
-}
 
 /** A member about to be stored. */
-interface NewMember {
+export interface NewMember {
   phoneNumber: string;
   identifier: string | null;
   variables: CallVariables;
@@ -49,16 +43,15 @@ export type AudienceUsers = (q: Tx, audience: AudienceRow) => Promise<string[]>;
 
 const audienceNotFound = () => notFound('Audience not found');
 
-/** An audience of the actor's organization; 404 for unknown, malformed and foreign ids alike. */
+/** An audience of the actor's organization: 404 for unknown and malformed ids, 403 for another organization's. */
 export async function loadAudience(q: Db | Tx, orgId: string, audienceId: string): Promise<AudienceRow> {
   if (!isObjectId(audienceId)) throw audienceNotFound();
-  const row = await q.selectFrom('audiences').selectAll().where('id', '=', audienceId).where('org_id', '=', orgId).executeTakeFirst();
-  if (!row) throw audienceNotFound();
-  return row;
+  // One whose upload is still being written does not exist yet (audience-upload.ts).
+  return ownRow(await q.selectFrom('audiences').selectAll().where('id', '=', audienceId).where('pending_since', 'is', null).executeTakeFirst(), orgId, audienceNotFound, 'audience');
 }
 
 /** `Audience`: the SDK's fields plus `memberCount`. */
-function audienceView(row: AudienceRow, memberCount: number): Record<string, unknown> {
+export function audienceView(row: AudienceRow, memberCount: number): Record<string, unknown> {
   return {
     _id: row.id,
     name: row.name,
@@ -81,7 +74,7 @@ function memberView(row: MemberRow, audience: AudienceRow): Record<string, unkno
   return { _id: row.id, phoneNumber: row.phone_number, identifier: row.identifier, variables, data: { ...data, ...variables }, createdAt: row.created_at };
 }
 
-async function memberCounts(q: Db | Tx, audienceIds: string[]): Promise<Map<string, number>> {
+export async function memberCounts(q: Db | Tx, audienceIds: string[]): Promise<Map<string, number>> {
   if (!audienceIds.length) return new Map();
   const rows = await q
     .selectFrom('audience_members')
@@ -93,13 +86,13 @@ async function memberCounts(q: Db | Tx, audienceIds: string[]): Promise<Map<stri
 }
 
 /** `line 3 ("555-0100"), line 7 ("x") and 12 more`: the first few of a list of offending rows. */
-function someLines(rows: { line: number; value?: string }[]): string {
+export function someLines(rows: { line: number; value?: string }[]): string {
   const shown = rows.slice(0, SHOWN).map((r) => (r.value === undefined ? `line ${r.line}` : `line ${r.line} (${JSON.stringify(r.value.slice(0, 40))})`));
   return rows.length > SHOWN ? `${shown.join(', ')} and ${rows.length - SHOWN} more` : shown.join(', ');
 }
 
 /** Errors for CSV columns that cannot be call variable names (parseCallVariables' rules; the platform's own names refused). */
-function columnNameErrors(columns: string[]): string[] {
+export function columnNameErrors(columns: string[]): string[] {
   const all = parseCallVariables(Object.fromEntries(columns.map((c) => [c, ''])), 'file');
   const whole = all.errors.filter((e) => e.startsWith('file:'));
   if (whole.length) return whole;
@@ -110,103 +103,11 @@ function columnNameErrors(columns: string[]): string[] {
   });
 }
 
-const optionalText = (value: string | undefined): string | null => (value === undefined || value.trim() === '' ? null : value.trim());
-
-/** Validates the upload's fields and reads its CSV into members (first row of a repeated number kept); 400 naming each problem. */
-function readUpload(upload: AudienceUpload): { name: string; description: string | null; phoneColumn: string; idColumn: string | null; members: NewMember[]; skipped: number } {
-  const { fields, files } = upload;
-  const errors = unknownFields({ ...fields, ...files }, UPLOAD_FIELDS);
-  const name = fields.name?.trim() ?? '';
-  if (name === '' || name.length > 200) errors.push('name: required, a non-empty text field of at most 200 characters');
-  const description = optionalText(fields.description);
-  if (description && description.length > 2000) errors.push('description: at most 2000 characters');
-  const phoneColumn = optionalText(fields.phoneNumberColumnName);
-  if (!phoneColumn) errors.push('phoneNumberColumnName: required, the CSV column holding E.164 phone numbers');
-  const idColumn = optionalText(fields.identifierColumnName);
-  if (idColumn && idColumn === phoneColumn) errors.push('identifierColumnName: must differ from phoneNumberColumnName');
-  const file = files.file;
-  if (!file) errors.push(`file: required, the CSV as a file part named "file"${fields.file !== undefined ? ' (it came as a text field)' : ''}`);
-  if (errors.length || !file || !phoneColumn) throw badRequest(errors);
-
-  const records = readCsv(file);
-  const header = records[0]?.record;
-  if (!header) throw badRequest('file: the CSV is empty; it needs a header row naming its columns, then one row per member');
-  if (records.length === 1) throw badRequest('file: the CSV has a header row but no members');
-  if (records.length > MAX_MEMBERS + 1) throw badRequest(`file: at most ${MAX_MEMBERS} members (rows after the header)`);
-  header.forEach((col, i) => {
-    if (col === '') errors.push(`file: column ${i + 1} of the header row has no name`);
-    else if (header.indexOf(col) !== i) errors.push(`file: column "${col}" appears twice in the header row`);
-  });
-  const listed = header.map((c) => JSON.stringify(c)).join(', ');
-  const phoneAt = header.indexOf(phoneColumn);
-  if (phoneAt < 0) errors.push(`phoneNumberColumnName: no column "${phoneColumn}" in the CSV header row (its columns: ${listed})`);
-  const idAt = idColumn ? header.indexOf(idColumn) : -1;
-  if (idColumn && idAt < 0) errors.push(`identifierColumnName: no column "${idColumn}" in the CSV header row (its columns: ${listed})`);
-  const varColumns = header.map((col, i) => ({ col, i })).filter(({ col, i }) => col !== '' && i !== phoneAt && i !== idAt);
-  errors.push(...columnNameErrors(varColumns.map((v) => v.col)));
-  if (errors.length) throw badRequest(errors);
-
-  const badNumbers: { line: number; value: string }[] = [];
-  const emptyIds: { line: number }[] = [];
-  const repeatedIds: { line: number; value: string }[] = [];
-  const badValues: string[] = [];
-  const numbers = new Set<string>();
-  const ids = new Set<string>();
-  const members: NewMember[] = [];
-  let skipped = 0;
-  for (const { record, info } of records.slice(1)) {
-    const line = info.lines;
-    const phoneNumber = record[phoneAt] as string;
-    if (!isE164(phoneNumber)) {
-      badNumbers.push({ line, value: phoneNumber });
-      continue;
-    }
-    if (numbers.has(phoneNumber)) {
-      skipped++;
-      continue;
-    }
-    numbers.add(phoneNumber);
-    const identifier = idAt < 0 ? null : (record[idAt] as string);
-    if (identifier === '') emptyIds.push({ line });
-    else if (identifier !== null && ids.has(identifier)) repeatedIds.push({ line, value: identifier });
-    else if (identifier !== null) ids.add(identifier);
-    const raw = Object.fromEntries(varColumns.map(({ col, i }) => [col, record[i] as string]));
-    const parsed = parseCallVariables(raw, 'column');
-    // Column names passed the variable-name rule above (no `.` or `:`), so each error reads back as `column.NAME: why`.
-    if (parsed.errors.length && badValues.length < SHOWN) badValues.push(`file: line ${line}, ${parsed.errors.map((e) => e.replace(/^column\.([^:]*):/, 'column "$1":')).join('; ')}`);
-    members.push({ phoneNumber, identifier, variables: parsed.variables });
-  }
-  if (badNumbers.length) errors.push(`file: column "${phoneColumn}" must hold E.164 numbers such as +15550100; it does not on ${someLines(badNumbers)}`);
-  if (emptyIds.length) errors.push(`file: column "${idColumn}" (identifierColumnName) is empty on ${someLines(emptyIds)}`);
-  if (repeatedIds.length) errors.push(`file: column "${idColumn}" (identifierColumnName) must be unique; values repeat on ${someLines(repeatedIds)}`);
-  errors.push(...badValues);
-  if (errors.length) throw badRequest(errors);
-  return { name, description, phoneColumn, idColumn, members, skipped };
-}
-
-/** The CSV's records (trimmed cells, blank rows skipped) with the line each ends on; 400 when it is not readable CSV. */
-function readCsv(file: Buffer): { record: string[]; info: { lines: number } }[] {
-  try {
-    return parse(file, {
-      bom: true,
-      trim: true,
-      skip_empty_lines: true,
-      skip_records_with_empty_values: true,
-      record_delimiter: ['\r\n', '\n', '\r'],
-      info: true,
-      // Reading stops one row past the limit: enough to refuse a longer file.
-      to: MAX_MEMBERS + 2,
-    }) as { record: string[]; info: { lines: number } }[];
-  } catch (err) {
-    if (err instanceof CsvError) throw badRequest(`file: not a readable CSV: ${err.message}`);
-    throw err;
-  }
-}
-
-const searchText = (m: NewMember): string =>
+export const searchText = (m: NewMember): string =>
   [m.phoneNumber, m.identifier ?? '', ...Object.values(m.variables).map(String)].filter((v) => v !== '').join(SEPARATOR).toLowerCase();
 
-async function insertMembers(tx: Tx, audienceId: string, members: NewMember[], firstPosition: number, now: string): Promise<string[]> {
+/** Inserts members in INSERTs of BATCH rows, positions from `firstPosition`; answers their ids in order. */
+export async function insertMembers(tx: Tx, audienceId: string, members: NewMember[], firstPosition: number, now: string): Promise<string[]> {
   const ids = members.map(() => newId());
   for (let start = 0; start < members.length; start += BATCH) {
     const rows = members.slice(start, start + BATCH).map((m, k) => ({
@@ -224,21 +125,6 @@ async function insertMembers(tx: Tx, audienceId: string, members: NewMember[], f
   return ids;
 }
 
-/** `POST /audience`: stores the audience and every member, or (any bad row) nothing. */
-export async function createAudience(db: Db, actor: Actor, upload: AudienceUpload): Promise<Record<string, unknown>> {
-  const input = readUpload(upload);
-  const id = newId();
-  const now = nowIso();
-  await db.transaction().execute(async (tx) => {
-    await tx
-      .insertInto('audiences')
-      .values({ id, org_id: actor.orgId, name: input.name, description: input.description, phone_number_column: input.phoneColumn, identifier_column: input.idColumn, created_by: actor.name, created_at: now, updated_at: now })
-      .execute();
-    await insertMembers(tx, id, input.members, 0, now);
-  });
-  return { ...(await getAudience(db, actor, id)), skippedDuplicates: input.skipped };
-}
-
 export async function getAudience(db: Db, actor: Actor, audienceId: string): Promise<Record<string, unknown>> {
   const row = await loadAudience(db, actor.orgId, audienceId);
   return audienceView(row, (await memberCounts(db, [row.id])).get(row.id) ?? 0);
@@ -246,20 +132,24 @@ export async function getAudience(db: Db, actor: Actor, audienceId: string): Pro
 
 /** The organization's audiences, newest first. */
 export async function listAudiences(db: Db, actor: Actor): Promise<Record<string, unknown>[]> {
-  const rows = await db.selectFrom('audiences').selectAll().where('org_id', '=', actor.orgId).orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+  const rows = await db.selectFrom('audiences').selectAll().where('org_id', '=', actor.orgId).where('pending_since', 'is', null).orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
   const counts = await memberCounts(db, rows.map((r) => r.id));
   return rows.map((r) => audienceView(r, counts.get(r.id) ?? 0));
 }
 
-/** Deletes an audience and its members; 409 `audience_in_use` naming whatever `users` reports (campaigns). */
+/**
+ * Deletes an audience and its members; 409 `audience_in_use` naming whatever `users` reports (campaigns). It is
+ * hidden at once, then its members go a slice at a time (100,000 in one statement held the event loop a third of
+ * a second); a delete a stopped server left unfinished is swept (audience-removal.ts).
+ */
 export async function deleteAudience(db: Db, actor: Actor, audienceId: string, users?: AudienceUsers): Promise<{ deleted: true }> {
   const row = await loadAudience(db, actor.orgId, audienceId);
   await db.transaction().execute(async (tx) => {
     const holding = users ? await users(tx, row) : [];
     if (holding.length) throw conflict('audience_in_use', `Audience ${row.id} is in use: ${holding.join('; ')}. Remove those first.`);
-    await tx.deleteFrom('audience_members').where('audience_id', '=', row.id).execute();
-    await tx.deleteFrom('audiences').where('id', '=', row.id).execute();
+    await tx.updateTable('audiences').set({ pending_since: DISCARDING }).where('id', '=', row.id).execute();
   });
+  await removePending(db, row.id, DISCARDING);
   return { deleted: true };
 }
 

@@ -6,7 +6,7 @@ import { sql, type Selectable } from 'kysely';
 import type { Db, Tx } from '../store/db.js';
 import type { CampaignRecipientsTable, CampaignsTable } from '../store/schema.js';
 import { isObjectId, newId, nowIso } from '../store/ids.js';
-import { badRequest, conflict, notFound } from '../errors.js';
+import { ApiError, badRequest, conflict, notFound, ownRow } from '../errors.js';
 import { loadAgent, type Actor } from '../agents/agents.js';
 import { intParam } from '../query.js';
 import { loadAudience, type AudienceUsers } from './audiences.js';
@@ -34,12 +34,10 @@ const WITHDRAWABLE = ['queued', 'claimed'];
 
 const campaignNotFound = () => notFound('Campaign not found');
 
-/** A campaign of the actor's organization; 404 for unknown, malformed and foreign ids alike. */
+/** A campaign of the actor's organization: 404 for unknown and malformed ids, 403 for another organization's. */
 export async function loadCampaign(q: Db | Tx, orgId: string, campaignId: string): Promise<CampaignRow> {
   if (!isObjectId(campaignId)) throw campaignNotFound();
-  const row = await q.selectFrom('campaigns').selectAll().where('id', '=', campaignId).where('org_id', '=', orgId).executeTakeFirst();
-  if (!row) throw campaignNotFound();
-  return row;
+  return ownRow(await q.selectFrom('campaigns').selectAll().where('id', '=', campaignId).executeTakeFirst(), orgId, campaignNotFound, 'campaign');
 }
 
 /** Adds an event to a campaign's history. */
@@ -200,7 +198,10 @@ export async function createCampaign(deps: CampaignDeps, actor: Actor, body: unk
   const retryDelay = input.retryDelay ?? 15;
   const scheduledAt = typeof input.scheduledAt === 'string' ? new Date(Date.parse(input.scheduledAt)).toISOString() : null;
 
-  const agent = await loadAgent(db, actor, input.agentId as string);
+  // References in the body: 400 naming the field, whether missing or another organization's.
+  const agent = await loadAgent(db, actor, input.agentId as string).catch((err: unknown) => {
+    throw err instanceof ApiError && (err.status === 403 || err.status === 404) ? badRequest(`agentId: ${input.agentId as string} is not an agent of your organization`) : err;
+  });
   if (agent.archived) throw badRequest('agentId: the agent is archived');
   const audience = await loadAudience(db, actor.orgId, input.audienceId as string).catch(() => {
     throw badRequest(`audienceId: ${input.audienceId as string} is not an audience of your organization`);

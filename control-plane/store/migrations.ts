@@ -605,6 +605,14 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable('calls').addColumn('answered_by', 'text').execute();
     },
   },
+  '0019_audience_uploads': {
+    async up(db: Kysely<any>) {
+      // An audience whose CSV is still being written (in batches, as it arrives) carries the time of its latest
+      // batch here and is invisible to every read; the last batch clears it. A failed upload is deleted; one whose
+      // server died is swept once it has been still for a while (control-plane/campaigns/audience-upload.ts).
+      await db.schema.alterTable('audiences').addColumn('pending_since', 'text').execute();
+    },
+  },
 };
 
 export const migrationProvider: MigrationProvider = {

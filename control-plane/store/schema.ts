@@ -408,6 +408,8 @@ export interface AudiencesTable {
   created_by: string;
   created_at: string;
   updated_at: string;
+  /** Set while its CSV upload is still being written (the time of the latest batch; migration 0019): invisible until null. */
+  pending_since: Generated<string | null>;
 }
 
 /** One recipient of an audience: an E.164 number (unique in the audience), an optional identifier and call variables. */

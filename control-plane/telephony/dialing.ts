@@ -1,7 +1,7 @@
 // Who dials (wire §3): numbers an organization dials from, an agent's transfer source, the deprecated caller-ids bridge.
 import type { Db, Tx } from '../store/db.js';
 import { nowIso, newId } from '../store/ids.js';
-import { badRequest, notFound } from '../errors.js';
+import { ApiError, badRequest, notFound } from '../errors.js';
 import { loadAgent, loadAgentForWrite, type Actor } from '../agents/agents.js';
 import { loadTrunk, trunkNumbers } from './trunks.js';
 import { z } from 'zod';
@@ -87,7 +87,10 @@ export async function addCallerId(db: Db, actor: Actor, agentId: string, body: u
   const phone = input.phoneNumber;
   let ref: { platform_number_id: string | null; trunk_id: string | null };
   if (input.sipTrunkId !== undefined) {
-    const trunk = await loadTrunk(db, actor.orgId, input.sipTrunkId);
+    const trunk = await loadTrunk(db, actor.orgId, input.sipTrunkId).catch((err: unknown) => {
+      // A reference in the body: 400 naming it, whether the trunk is missing or another organization's.
+      throw err instanceof ApiError && (err.status === 403 || err.status === 404) ? badRequest('sipTrunkId: no SIP trunk with this id in your organization') : err;
+    });
     if (trunk.direction !== 'outbound') throw badRequest('sipTrunkId: names an inbound trunk; caller IDs come from outbound trunks');
     if (!(await trunkNumbers(db, trunk.id)).includes(phone)) throw badRequest(`phoneNumber: ${phone} is not one of the numbers of trunk ${trunk.id}`);
     ref = { platform_number_id: null, trunk_id: trunk.id };

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import type { Db, Tx } from '../store/db.js';
 import type { DncEntriesTable, OutboundCallsTable } from '../store/schema.js';
 import { isObjectId, newId, nowIso } from '../store/ids.js';
-import { badRequest, notFound } from '../errors.js';
+import { badRequest, notFound, ownRow } from '../errors.js';
 import type { Actor } from '../agents/agents.js';
 import { checkBody, NOT_AN_OBJECT, says, strictBody } from '../validation.js';
 import { E164 } from './validation.js';
@@ -253,12 +253,10 @@ export async function listDnc(db: Db, actor: Actor, query: URLSearchParams): Pro
 
 const entryNotFound = () => notFound('Do-not-call entry not found');
 
-/** An entry of the organization; 404 for unknown, malformed and foreign ids alike. */
+/** An entry of the organization: 404 for unknown and malformed ids, 403 for another organization's. */
 async function loadEntry(db: Db, orgId: string, id: string): Promise<DncRow> {
   if (!isObjectId(id)) throw entryNotFound();
-  const row = await db.selectFrom('dnc_entries').selectAll().where('id', '=', id).where('org_id', '=', orgId).executeTakeFirst();
-  if (!row) throw entryNotFound();
-  return row;
+  return ownRow(await db.selectFrom('dnc_entries').selectAll().where('id', '=', id).executeTakeFirst(), orgId, entryNotFound, 'do-not-call entry');
 }
 
 /** `GET /dnc/{id}`. */

@@ -1,7 +1,7 @@
 // An organization's numbers (wire §1): Product reads, platform numbers available to rent, rent and release.
 import type { Db } from '../store/db.js';
 import { isObjectId, nowIso } from '../store/ids.js';
-import { badRequest, conflict, notFound } from '../errors.js';
+import { badRequest, conflict, notFound, ownRow } from '../errors.js';
 import type { Actor } from '../agents/agents.js';
 import type { PlatformNumberRow } from './inventory.js';
 import { answeringAgents, type AgentRef } from './sources.js';
@@ -120,8 +120,9 @@ export async function rentNumber(db: Db, actor: Actor, body: unknown, windowOpen
 /** `POST /product/release-number` `{productId}`: gives a platform number back; 400 naming who answers on it or dials from it. */
 export async function releaseNumber(db: Db, actor: Actor, body: unknown): Promise<{ released: true }> {
   const id = parseBody(releaseNumberBody, body).productId;
-  const row = isObjectId(id) ? await db.selectFrom('platform_numbers').selectAll().where('id', '=', id).where('org_id', '=', actor.orgId).executeTakeFirst() : undefined;
-  if (!row) throw notFound('Number not found: no platform number with this product id in your organization');
+  const found = isObjectId(id) ? await db.selectFrom('platform_numbers').selectAll().where('id', '=', id).executeTakeFirst() : undefined;
+  // A number no organization holds is not found; another organization's is theirs (403).
+  const row = ownRow(found?.org_id ? found : undefined, actor.orgId, () => notFound('Number not found: no platform number with this product id in your organization'), 'number');
   await db.transaction().execute(async (tx) => {
     const users = await platformNumberUsage(tx, row.id);
     if (users.length) throw badRequest(`Cannot release ${row.phone_number} while it is in use: ${users.join('; ')}`);

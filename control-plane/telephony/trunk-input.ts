@@ -69,6 +69,13 @@ function defaults(direction: Direction): TrunkFields {
 }
 
 const USERNAME = /^[^\s"\\\x00-\x1f\x7f]{1,128}$/;
+/**
+ * The shortest new inbound trunk password (the digest secret a caller must present: at 10 guesses per address and 50
+ * per trunk a minute, then cooling off, 12 characters are out of reach). Stored shorter ones keep working until
+ * changed; outbound trunks carry the carrier's password as the carrier issued it.
+ */
+export const INBOUND_PASSWORD_MIN = 12;
+const PASSWORD_MESSAGE = 'must be null or a string of 1-256 characters without CR, LF or NUL';
 const ADDRESS_MESSAGE = 'required, the carrier as host or host:port (an optional sip: or sips: prefix is stripped)';
 const intRange = (min: number, max: number) => z.number(says(`must be an integer from ${min} to ${max}`)).int().min(min).max(max);
 
@@ -84,12 +91,12 @@ export const trunkShape = {
   allowedNumbers: numberListSchema(1000).describe('Inbound: caller numbers allowed (empty: any).'),
   authUsername: z.string(says('must be null or 1-128 characters without spaces, quotes, backslashes or control characters')).regex(USERNAME).nullable(),
   authPassword: z
-    .string(says('must be null or a string of 1-256 characters without CR, LF or NUL'))
+    .string(says(PASSWORD_MESSAGE))
     .min(1)
     .max(256)
     .regex(/^[^\r\n\0]*$/)
     .nullable()
-    .describe('Stored encrypted, never returned.'),
+    .describe(`Stored encrypted, never returned. A new inbound trunk password has at least ${INBOUND_PASSWORD_MIN} characters.`),
   mediaEncryption: z.enum(MEDIA_ENCRYPTION, says(`must be one of ${MEDIA_ENCRYPTION.join(', ')}`)),
   noiseSuppression: z.boolean(says('must be a boolean')),
   ringingTimeoutSecs: intRange(1, 120),
@@ -100,11 +107,20 @@ export const trunkShape = {
   cpsLimit: intRange(1, 50).describe('Outbound: calls per second to the carrier.'),
 };
 
+/** An inbound trunk's new password: as `authPassword`, and at least INBOUND_PASSWORD_MIN characters. */
+const inboundAuthPassword = z
+  .string(says(`must be null or a string of ${INBOUND_PASSWORD_MIN}-256 characters without CR, LF or NUL`))
+  .min(INBOUND_PASSWORD_MIN, `must be at least ${INBOUND_PASSWORD_MIN} characters (a new inbound trunk password; one stored shorter keeps working until it is changed)`)
+  .max(256)
+  .regex(/^[^\r\n\0]*$/)
+  .nullable()
+  .describe(`Stored encrypted, never returned; at least ${INBOUND_PASSWORD_MIN} characters.`);
+
 const pick = <K extends keyof typeof trunkShape>(keys: readonly K[]) => Object.fromEntries(keys.map((k) => [k, trunkShape[k]])) as Pick<typeof trunkShape, K>;
 const optional = <T extends z.ZodRawShape>(shape: T) => z.object(shape).partial().shape;
 
 /** `POST /sip-trunk/inbound`: `name` required; unknown fields refused. */
-export const inboundTrunkBody = strictBody({ ...optional(pick(INBOUND_FIELDS)), name: trunkShape.name });
+export const inboundTrunkBody = strictBody({ ...optional(pick(INBOUND_FIELDS)), name: trunkShape.name, authPassword: inboundAuthPassword.optional() });
 /** `POST /sip-trunk/outbound`: `name` and `address` required; unknown fields refused. */
 export const outboundTrunkBody = strictBody({ ...optional(pick(OUTBOUND_FIELDS)), name: trunkShape.name, address: trunkShape.address });
 /** `PATCH /sip-trunk/{id}`: any field of the trunk's direction (others refused). */
@@ -151,7 +167,8 @@ export function readTrunkInput(direction: Direction, input: Record<string, unkno
   }
   let password: string | null | undefined;
   if (input.authPassword !== undefined) {
-    const p = field('authPassword', input.authPassword, errors);
+    // Only a password given now is held to the inbound minimum: a trunk's stored one is never checked again.
+    const p = direction === 'inbound' ? checkField({ authPassword: inboundAuthPassword }, 'authPassword', input.authPassword, errors) : field('authPassword', input.authPassword, errors);
     if (p.ok) password = p.data as string | null;
   }
   // Clearing the username without naming the password clears both.

@@ -3,7 +3,7 @@ import type { Selectable } from 'kysely';
 import { isUniqueViolation, type Db, type Tx } from '../store/db.js';
 import type { SipTrunksTable } from '../store/schema.js';
 import { isObjectId, newId, nowIso } from '../store/ids.js';
-import { badRequest, conflict, notFound } from '../errors.js';
+import { badRequest, conflict, notFound, ownRow } from '../errors.js';
 import type { Actor } from '../agents/agents.js';
 import type { WebhookSecretBox } from '../webhooks/secret-box.js';
 import { DIRECTIONS, readTrunkInput, type Direction, type TrunkFields, type TrunkInput } from './trunk-input.js';
@@ -71,12 +71,10 @@ export function trunkView(row: TrunkRow, numbers: string[]): Record<string, unkn
   return { ...common, address: f.address, transport: f.transport, numbers: f.numbers, ...auth, cpsLimit: f.cpsLimit, headers: f.headers, ...times };
 }
 
-/** A trunk of the actor's organization; 404 for unknown, malformed and foreign ids alike. */
+/** A trunk of the actor's organization: 404 for unknown and malformed ids, 403 for another organization's. */
 export async function loadTrunk(q: Db | Tx, orgId: string, trunkId: string): Promise<TrunkRow> {
   if (!isObjectId(trunkId)) throw trunkNotFound();
-  const row = await q.selectFrom('sip_trunks').selectAll().where('id', '=', trunkId).where('org_id', '=', orgId).executeTakeFirst();
-  if (!row) throw trunkNotFound();
-  return row;
+  return ownRow(await q.selectFrom('sip_trunks').selectAll().where('id', '=', trunkId).executeTakeFirst(), orgId, trunkNotFound, 'SIP trunk');
 }
 
 /** 409s for numbers or a carrier address another trunk (or a platform number) already holds. */

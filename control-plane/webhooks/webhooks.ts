@@ -6,7 +6,7 @@ import { isUniqueViolation, type Db, type Tx } from '../store/db.js';
 import type { WebhooksTable } from '../store/schema.js';
 import { isObjectId, newId, nowIso } from '../store/ids.js';
 import { z } from 'zod';
-import { badRequest, notFound } from '../errors.js';
+import { badRequest, notFound, ownRow } from '../errors.js';
 import { checkField, says } from '../validation.js';
 import type { Actor } from '../agents/agents.js';
 import { EgressError, checkEgressStatic } from '../../engine/net/egress.js';
@@ -124,12 +124,10 @@ async function endpointTaken(q: Db | Tx, orgId: string, url: string, exceptId?: 
   return (await query.executeTakeFirst()) !== undefined;
 }
 
-/** Loads a webhook of the actor's organization; 404 for unknown, malformed and foreign ids alike. */
+/** Loads a webhook of the actor's organization: 404 for unknown and malformed ids, 403 for another organization's. */
 export async function loadWebhook(q: Db | Tx, actor: Actor, webhookId: string): Promise<WebhookRow> {
   if (!isObjectId(webhookId)) throw webhookNotFound();
-  const row = await q.selectFrom('webhooks').selectAll().where('id', '=', webhookId).where('org_id', '=', actor.orgId).executeTakeFirst();
-  if (!row) throw webhookNotFound();
-  return row;
+  return ownRow(await q.selectFrom('webhooks').selectAll().where('id', '=', webhookId).executeTakeFirst(), actor.orgId, webhookNotFound, 'webhook');
 }
 
 export async function createWebhook(deps: WebhookDeps, actor: Actor, body: unknown): Promise<string> {

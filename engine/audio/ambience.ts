@@ -18,6 +18,9 @@
 // stays fully intelligible to people above about +10 dB SNR). Checked against our own recognizer as a stricter
 // listener: Whisper on three Flite sentences mixed with each ambience gives the clean transcripts at -35 dBFS except one
 // word pair in one sentence under `cafe`; at -33 dBFS `office` and `cafe` each lose that pair, at -30 more words go.
+import { Worker } from 'node:worker_threads';
+import { mulberry32, type Rng } from '../random.js';
+
 export const BACKGROUND_SOUNDS = ['office', 'cafe', 'call_center', 'static'] as const;
 export type BackgroundSound = (typeof BACKGROUND_SOUNDS)[number];
 
@@ -31,19 +34,6 @@ export function isBackgroundSound(v: unknown): v is BackgroundSound {
   return typeof v === 'string' && (BACKGROUND_SOUNDS as readonly string[]).includes(v);
 }
 
-/** A seeded uniform generator in [0, 1) (mulberry32). */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-type Rng = () => number;
 const between = (rng: Rng, lo: number, hi: number) => lo + (hi - lo) * rng();
 
 /** RBJ biquad, applied in place. Cut-offs are kept below 0.45 of the rate (an 8 kHz call has no 5 kHz). */
@@ -217,6 +207,32 @@ function render(kind: BackgroundSound, n: number, rate: number): { out: Float32A
 }
 
 const loops = new Map<string, Float32Array>();
+const preparing = new Map<string, Promise<void>>();
+
+/**
+ * Renders the kind's loop at `rate` on a worker thread (up to 150 ms of CPU at 48 kHz: the event loop must not wait
+ * for it) and caches it, so the call that needs it (ambienceLoop, Ambience) finds it ready. Resolves when it is
+ * cached; a worker that fails leaves it to be rendered in place on first use.
+ */
+export function prepareAmbience(kind: BackgroundSound, rate: number): Promise<void> {
+  const key = `${kind}@${rate}`;
+  if (loops.has(key)) return Promise.resolve();
+  let ready = preparing.get(key);
+  if (!ready) {
+    ready = new Promise<void>((resolve) => {
+      const worker = new Worker(new URL('./ambience-worker-entry.mjs', import.meta.url), { workerData: { kind, rate } });
+      worker.once('message', (loop: Float32Array) => {
+        if (!loops.has(key)) loops.set(key, loop);
+        void worker.terminate();
+        resolve();
+      });
+      worker.once('error', () => resolve());
+      worker.once('exit', () => resolve());
+    }).finally(() => preparing.delete(key));
+    preparing.set(key, ready);
+  }
+  return ready;
+}
 
 /** The kind's loop at `rate` (rendered on first use, then cached), at AMBIENCE_DBFS RMS. */
 export function ambienceLoop(kind: BackgroundSound, rate: number): Float32Array {

@@ -1,5 +1,6 @@
 // SDP parsing (RFC 4566) for offer/answer: session and media lines, connection addresses, rtpmap, crypto, ssrc, direction.
 // Tolerant of LF-only line ends and unknown lines; anything structurally wrong gives an error string, never a throw.
+// Bounded (SDP_LIMITS): an SDP longer, or with more streams, formats or attributes than a call needs, is refused (488).
 import { isIPv4, isIPv6 } from 'node:net';
 
 export type MediaDirection = 'sendrecv' | 'sendonly' | 'recvonly' | 'inactive';
@@ -18,6 +19,8 @@ export interface SdpMedia {
 
 export interface ParsedSdp {
   media: SdpMedia[];
+  /** The address of every c= line, session-level and per stream, in order (including streams' overridden ones). */
+  connections: string[];
 }
 
 export interface RtpMap {
@@ -42,6 +45,21 @@ export interface SdpError {
 /** Longest SDP we read (a real offer is well under 2 KB). */
 export const MAX_SDP_LENGTH = 16_384;
 
+/**
+ * What one SDP may hold; beyond, it is refused with 488 (it is well-formed, only more than we take). A real offer has
+ * one to three streams, under 20 formats per stream and under 40 attributes in all.
+ */
+export const SDP_LIMITS = {
+  /** Characters (MAX_SDP_LENGTH). */
+  length: MAX_SDP_LENGTH,
+  /** m= lines. */
+  media: 8,
+  /** Formats (payload types) on one m= line. */
+  formats: 64,
+  /** a= lines in all, session-level and per stream. */
+  attributes: 256,
+} as const;
+
 const DIRECTIONS = new Set<string>(['sendrecv', 'sendonly', 'recvonly', 'inactive']);
 const STATIC_PAYLOADS: Record<number, RtpMap> = {
   0: { name: 'PCMU', clockRate: 8000, channels: 1 },
@@ -51,13 +69,16 @@ const STATIC_PAYLOADS: Record<number, RtpMap> = {
 /** Parses an SDP body; an SdpError naming the problem when it cannot be used. */
 export function parseSdp(text: unknown): ParsedSdp | SdpError {
   const bad = (reason: string): SdpError => ({ status: 400, reason });
+  const tooMany = (reason: string): SdpError => ({ status: 488, reason });
   if (typeof text !== 'string' || text.trim() === '') return bad('empty SDP');
-  if (text.length > MAX_SDP_LENGTH) return bad(`SDP longer than ${MAX_SDP_LENGTH} characters`);
+  if (text.length > SDP_LIMITS.length) return tooMany(`SDP longer than ${SDP_LIMITS.length} characters`);
   const lines = text.split(/\r?\n/).filter((l) => l.trim() !== '');
   if (lines[0]?.trim() !== 'v=0') return bad('SDP must start with v=0');
   let sessionAddress: string | null = null;
   let sessionDirection: MediaDirection = 'sendrecv';
   const media: SdpMedia[] = [];
+  const connections: string[] = [];
+  let attributes = 0;
   for (const line of lines.slice(1)) {
     const m = /^([a-z])=(.*)$/.exec(line.trimEnd());
     if (!m) return bad(`malformed SDP line: ${JSON.stringify(line.slice(0, 80))}`);
@@ -67,17 +88,21 @@ export function parseSdp(text: unknown): ParsedSdp | SdpError {
       const parts = value.trim().split(/\s+/);
       const port = /^\d{1,5}(\/\d+)?$/.test(parts[1] ?? '') ? Number(parts[1]!.split('/')[0]) : NaN;
       if (parts.length < 4 || !(port >= 0 && port <= 65535)) return bad(`malformed m= line: ${JSON.stringify(value.slice(0, 80))}`);
+      if (media.length >= SDP_LIMITS.media) return tooMany(`more than ${SDP_LIMITS.media} media streams (m= lines)`);
+      if (parts.length - 3 > SDP_LIMITS.formats) return tooMany(`more than ${SDP_LIMITS.formats} formats on one m= line (${parts.length - 3})`);
       media.push({ media: parts[0]!, port, proto: parts[2]!, formats: parts.slice(3), address: null, attributes: [], direction: sessionDirection });
       continue;
     }
     if (type === 'c') {
       const c = parseConnection(value);
       if ('status' in c) return c;
+      connections.push(c.address);
       if (current) current.address = c.address;
       else sessionAddress = c.address;
       continue;
     }
     if (type === 'a') {
+      if (++attributes > SDP_LIMITS.attributes) return tooMany(`more than ${SDP_LIMITS.attributes} attributes (a= lines)`);
       const colon = value.indexOf(':');
       const name = colon < 0 ? value.trim() : value.slice(0, colon).trim();
       const attr = colon < 0 ? null : value.slice(colon + 1).trim();
@@ -89,7 +114,7 @@ export function parseSdp(text: unknown): ParsedSdp | SdpError {
     }
   }
   for (const m of media) m.address ??= sessionAddress;
-  return { media };
+  return { media, connections };
 }
 
 /** The address of a c= line (`IN IP4 addr[/ttl]`); an error when malformed or not an IP address (no DNS for media). */

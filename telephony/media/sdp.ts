@@ -6,12 +6,18 @@
 //   require: SRTP-only or best-effort -> SRTP; plain -> 488.
 //   allow:   SRTP-only or best-effort -> SRTP; plain -> plain.
 //   disable: SRTP-only -> 488; best-effort or plain -> plain (no crypto line in the answer).
+//
+// Media addresses (media-address.ts): an offer or answer any of whose c= lines (session or stream, IPv4 or IPv6) is
+// link-local, cloud metadata, multicast, broadcast, reserved or unspecified other than the hold address is refused
+// with 488; so is one beyond SDP_LIMITS. The hold address (0.0.0.0, ::) is passed on as such: the leg never sends there.
+// checkSdp() applies the same rules to what a peer sends inside a dialog (re-INVITE, UPDATE, an answer in an ACK).
 import { randomInt } from 'node:crypto';
 import { isIPv6 } from 'node:net';
 import {
   cryptoLinesOf, fmtpOf, parseSdp, payloadTypesOf, reverseDirection, rtpMapOf, ssrcOf, type CryptoLine, type MediaDirection,
-  type SdpError, type SdpMedia,
+  type ParsedSdp, type SdpError, type SdpMedia,
 } from './sdp-parse.js';
+import { holdAddress, refusedMediaAddress } from './media-address.js';
 import { generateKeyParams, parseKeyParams, SRTP_SUITE, type SrtpParams } from './srtp.js';
 
 export type { MediaDirection } from './sdp-parse.js';
@@ -57,6 +63,34 @@ export interface NegotiateOptions {
 }
 
 const refuse = (status: 400 | 488, reason: string): SdpRefusal => ({ ok: false, status, reason });
+
+/** A 488 for the first c= address our RTP may not be aimed at, or null. */
+function refusedConnection(parsed: ParsedSdp): SdpRefusal | null {
+  for (const address of parsed.connections) {
+    const why = refusedMediaAddress(address);
+    if (why) return refuse(488, `connection address refused: ${why}`);
+  }
+  return null;
+}
+
+/** Where the SDP says to send: its address (the hold address in canonical form, which the leg never sends to). */
+const remoteOf = (address: string, port: number) => ({ address: holdAddress(address) ?? address, port });
+
+/**
+ * Checks an SDP a peer sends inside a dialog (a re-INVITE's or UPDATE's offer, an answer in an ACK): null when it may
+ * be taken, else the refusal (400 malformed; 488 a refused address or beyond SDP_LIMITS). Hold (c=0.0.0.0, sendonly,
+ * inactive) passes. It does not renegotiate: the call keeps the codec and keys it agreed.
+ */
+export function checkSdp(sdp: unknown): SdpRefusal | null {
+  try {
+    const parsed = parseSdp(sdp);
+    if ('status' in parsed) return refuse(parsed.status, parsed.reason);
+    return refusedConnection(parsed);
+  } catch (err) {
+    return refuse(400, `unreadable SDP (${(err as Error).message})`);
+  }
+}
+
 const isSecureProto = (proto: string) => proto === 'RTP/SAVP' || proto === 'RTP/SAVPF';
 const isRtpProto = (proto: string) => /^RTP\/S?AVPF?$/.test(proto);
 
@@ -124,6 +158,8 @@ export function negotiate(offerSdp: unknown, options: NegotiateOptions): Negotia
   try {
     const parsed = parseSdp(offerSdp);
     if ('status' in parsed) return refuse(parsed.status, parsed.reason);
+    const refusedAddress = refusedConnection(parsed);
+    if (refusedAddress) return refusedAddress;
     const index = parsed.media.findIndex((m) => m.media === 'audio' && m.port !== 0 && isRtpProto(m.proto));
     if (index < 0) {
       const audio = parsed.media.find((m) => m.media === 'audio' && m.port !== 0);
@@ -157,7 +193,7 @@ export function negotiate(offerSdp: unknown, options: NegotiateOptions): Negotia
       codec: chosen.codec,
       payloadType: chosen.payloadType,
       dtmfPayloadType: dtmf,
-      remote: { address: m.address, port: m.port },
+      remote: remoteOf(m.address, m.port),
       srtp,
       remoteSsrc: ssrcOf(m),
       direction,
@@ -208,6 +244,8 @@ export function acceptAnswer(answerSdp: unknown, offer: BuiltOffer): ({ ok: true
   try {
     const parsed = parseSdp(answerSdp);
     if ('status' in parsed) return refuse(parsed.status, parsed.reason);
+    const refusedAddress = refusedConnection(parsed);
+    if (refusedAddress) return refusedAddress;
     const m = parsed.media.find((x) => x.media === 'audio' && x.port !== 0 && isRtpProto(x.proto));
     if (!m) return refuse(488, 'the answer accepts no audio stream');
     if (m.address === null) return refuse(400, 'no connection address (c=) for the audio stream');
@@ -221,7 +259,7 @@ export function acceptAnswer(answerSdp: unknown, offer: BuiltOffer): ({ ok: true
       codec: chosen.codec,
       payloadType: chosen.payloadType,
       dtmfPayloadType: pickDtmf(m),
-      remote: { address: m.address, port: m.port },
+      remote: remoteOf(m.address, m.port),
       srtp: crypto ? { suite: SRTP_SUITE, remoteKeyParams: crypto.keyParams, localKeyParams: offer.localKeyParams! } : null,
       remoteSsrc: ssrcOf(m),
       direction: reverseDirection(m.direction),

@@ -16,6 +16,7 @@ import { DtmfReceiver, dtmfPackets, isDtmfString, type DtmfPacketPlan } from './
 import { JitterBuffer, type JitterStats } from './jitter.js';
 import { FrameQueue } from './outqueue.js';
 import { rtpPorts, type BoundPort, type PortAllocator } from './ports.js';
+import { refusedMediaAddress } from './media-address.js';
 import { decodeRtp, encodeRtp, isRtcp } from './rtp.js';
 import type { MediaParams } from './sdp.js';
 import { FLAG_RESUMED, RESULT_DROPPED, monoMs, type PoolLane, type SendPool } from './sendpool.js';
@@ -403,9 +404,11 @@ export class RtpSession {
    * Symmetric latching (RFC 4961 style): the first packet of the negotiated stream (payload type, and the a=ssrc SSRC when
    * the SDP gave one) latches its source, and we send there from then on. Another source takes over only once the latched
    * one has been quiet for RELATCH_AFTER_MS; until then its packets are ignored (no injection, no bleed from old calls).
+   * A source no SDP may name (link-local, cloud metadata, multicast: a forged source address) is never latched.
    */
   private mayLatch(from: dgram.RemoteInfo, ssrc: number, now: number): boolean {
     if (this.latched && this.lastPacketAt !== null && now - this.lastPacketAt <= RELATCH_AFTER_MS) return false;
+    if (refusedMediaAddress(from.address) !== null) return false;
     const expected = this.params!.remoteSsrc ?? null;
     if (!this.latched && expected !== null && ssrc !== expected) {
       const source = `${from.address}|${from.port}`;

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import type { Db } from '../../control-plane/store/db.js';
 import type { Actor } from '../../control-plane/agents/agents.js';
 import { loadCall, updateCall } from '../../control-plane/calls/calls.js';
-import { ApiError, badRequest, notFound } from '../../control-plane/errors.js';
+import { badRequest } from '../../control-plane/errors.js';
 import { pinnedTarget, resolveCallConfig } from '../../control-plane/calls/call-config.js';
 import { voicemailDetection } from '../../transports/calls/agent-spec.js';
 import {
@@ -25,7 +25,7 @@ import type { CarrierSettings } from '../../server/settings.js';
 import type { CallRuntime } from '../../transports/calls/runtime.js';
 import type { Lease, SessionLimits } from '../../transports/ws/session-limits.js';
 import type { MediaLeg, MediaLegs } from '../media/leg.js';
-import { acceptAnswer, buildOffer, type BuiltOffer, type MediaEncryption } from '../media/sdp.js';
+import { acceptAnswer, buildOffer, checkSdp, type BuiltOffer, type MediaEncryption } from '../media/sdp.js';
 import type { TelephonyMetrics } from '../metrics.js';
 import { PhoneCall } from '../phone-call.js';
 import { SipError } from '../sip/message.js';
@@ -173,18 +173,12 @@ export class OutboundDialer {
   /**
    * `POST /conversation/cancel` with `{callId, reason}` (the hosted SDK's form): a queued or ringing call is canceled as
    * above; an answered outbound call is ended (`canceled`), here or by the server that holds it (its next sweep).
-   * 404 for a call not in the actor's organization, 400 for one already over or not an outbound call.
+   * 404 for an unknown call (403 for another organization's), 400 for one already over or not an outbound call.
    */
   async cancelCall(actor: Actor, callId: string, reason?: string): Promise<{ callId: string; status: 'cancelled'; previousStatus: string }> {
     const { db, logger } = this.deps;
-    let before: Awaited<ReturnType<typeof loadCall>>;
-    try {
-      before = await loadCall(db, actor, callId);
-    } catch (err) {
-      // Another organization's call is not there for this key: 404, as the wire says, not 403.
-      if (err instanceof ApiError && err.status === 403) throw notFound(`No conversation found with ID ${callId}`);
-      throw err;
-    }
+    // 404 unknown; another organization's call: the spec's general 403, as for every resource.
+    const before = await loadCall(db, actor, callId);
     const previousStatus = before.status;
     if (FINAL_STATUSES.has(previousStatus)) throw badRequest(`Conversation with ID ${callId} is already ${previousStatus} and cannot be cancelled`);
     const row = await db.selectFrom('outbound_calls').select(['state']).where('call_id', '=', callId).executeTakeFirst();
@@ -539,6 +533,7 @@ export class OutboundDialer {
         signal: ring.abort.signal,
         headers: p.trunk ? (JSON.parse(p.trunk.headers) as Record<string, string>) : undefined,
         onSent,
+        checkSdp, // the callee's re-INVITEs and UPDATEs: the same media-address rules as its answer
       });
       dialing.catch(() => undefined); // settled below; not an unhandled rejection while the status is written
       await updateCall(db, callId, { status: 'processing' });
@@ -557,7 +552,11 @@ export class OutboundDialer {
       }
       this.held.delete(callId);
       const accepted = acceptAnswer(dialog.remoteSdp, p.offer);
-      if (!accepted.ok) throw new DialFailure('bad_answer_sdp');
+      if (!accepted.ok) {
+        // Refused (a media address we never send to, more than SDP_LIMITS, no codec or key we offered): BYE below.
+        logger.warn({ callId, status: accepted.status, reason: accepted.reason }, 'outbound call: the answer SDP was refused');
+        throw new DialFailure('bad_answer_sdp');
+      }
       await p.rtp.start({ ...accepted, noiseSuppression: Boolean(p.trunk?.noise_suppression), mediaTimeoutMs: (this.deps.mediaTimeoutSecs ?? 0) * 1000 });
       const metrics = this.deps.metrics;
       metrics?.answered('outbound', (performance.now() - sentAt) / 1000);

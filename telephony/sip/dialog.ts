@@ -1,6 +1,8 @@
 // A SIP dialog as an object (drachtio-srf's model): the UAS answer (200 with our SDP, retransmitted until the ACK,
 // BYE after 64*T1 without one), in-dialog requests (BYE ends it, INFO is emitted, re-INVITE/UPDATE refresh), in-dialog
-// requests of our own, and destroy() sending BYE. Emits `destroy` once, however it ends.
+// requests of our own, and destroy() sending BYE. Emits `destroy` once, however it ends. An SDP the peer sends inside
+// the dialog goes through the dialog's `checkSdp` (the media layer's rules) first: a refused offer gets its status
+// (488, 400) and changes nothing; a refused answer in an ACK hangs up.
 import { EventEmitter } from 'node:events';
 import sip, { type RawAor, type RawMessage } from 'sip';
 import { applyHeaders, DIALOG_ALLOW, SipError, type SipHeaderMap, type SipIncomingResponse, type SipRequest, type SipResponse, type SipSource } from './message.js';
@@ -20,10 +22,15 @@ export interface DestroyOptions {
   headers?: SipHeaderMap;
 }
 
+/** Judges an SDP the peer sends inside a dialog: null when it may be taken, else the final status to refuse it with and why. */
+export type SdpCheck = (sdp: string) => { status: number; reason: string } | null;
+
 export interface UasOptions {
   localSdp: string;
   /** Extra headers on the 200 OK. */
   headers?: SipHeaderMap;
+  /** Checks re-INVITE and UPDATE offers (and an answer in an ACK) in this dialog; without it every SDP is taken. */
+  checkSdp?: SdpCheck;
 }
 
 /** @internal */
@@ -44,6 +51,7 @@ export interface DialogInit {
   source: SipSource;
   localSeq: number;
   remoteSeq?: number;
+  checkSdp?: SdpCheck;
 }
 
 interface PendingAck {
@@ -75,6 +83,8 @@ export class Dialog {
   /** The peer's SDP (updated by a re-INVITE or UPDATE that carries one). */
   remoteSdp: string;
   destroyed = false;
+  /** Checks the SDP of the peer's re-INVITEs and UPDATEs (and an answer in an ACK) before it is taken. */
+  checkSdp?: SdpCheck;
   /** @internal UAC: the ACK of the 2xx, re-sent when the 2xx is retransmitted. */
   ack?: { raw: RawMessage; flow: Flow; seq: number };
   private readonly events = new EventEmitter();
@@ -104,6 +114,7 @@ export class Dialog {
     this.source = init.source;
     this.localSeq = init.localSeq;
     this.remoteSeq = init.remoteSeq;
+    this.checkSdp = init.checkSdp;
   }
 
   /** The peer's address of record (the caller's From URI for a UAS, the callee's To URI for a UAC). */
@@ -189,7 +200,17 @@ export class Dialog {
     const p = this.pending;
     if (!p || req.headers.cseq.seq !== p.seq) return;
     this.clearPending();
-    if (p.lateOffer && req.body) this.remoteSdp = req.body;
+    if (p.lateOffer && req.body) {
+      const refusal = this.checkSdp?.(req.body);
+      if (refusal) {
+        // RFC 3261 13.3.1.4: an answer in the ACK we cannot take ends the session.
+        this.stack.logger?.info({ callId: this.callId, reason: refusal.reason }, 'sip: the answer in an ACK was refused; hanging up');
+        void this.destroy({ reason: 'bad_answer_sdp' });
+        p.settle?.reject(new SipError(488, 'Not Acceptable Here'));
+        return;
+      }
+      this.remoteSdp = req.body;
+    }
     p.settle?.resolve(this);
   }
 
@@ -219,12 +240,14 @@ export class Dialog {
           res.send(491);
           return;
         }
+        if (this.refusedOffer(req, res)) return;
         if (req.body) this.remoteSdp = req.body;
         res.send(200, undefined, { headers: sdp, body: this.localSdp });
         this.awaitAck(res, seq, !req.body);
         this.events.emit('modify', req);
         return;
       case 'UPDATE':
+        if (this.refusedOffer(req, res)) return;
         if (req.body) this.remoteSdp = req.body;
         res.send(200, undefined, req.body ? { headers: sdp, body: this.localSdp } : {});
         this.events.emit('modify', req);
@@ -233,6 +256,15 @@ export class Dialog {
         if (this.events.listenerCount('request') > 0) this.events.emit('request', req, res);
         else res.send(405, undefined, { headers: { Allow: DIALOG_ALLOW } });
     }
+  }
+
+  /** A re-INVITE's or UPDATE's SDP that checkSdp refuses: answered with its status and a Warning saying why; the dialog is unchanged. */
+  private refusedOffer(req: SipRequest, res: SipResponse): boolean {
+    const refusal = req.body && this.checkSdp ? this.checkSdp(req.body) : null;
+    if (!refusal) return false;
+    res.send(refusal.status, undefined, { headers: { Warning: `399 parley "${refusal.reason.replace(/"/g, "'")}"` } });
+    this.stack.logger?.info({ callId: this.callId, method: req.method, status: refusal.status, reason: refusal.reason }, 'sip: in-dialog offer refused');
+    return true;
   }
 
   /** @internal A 2xx to our INVITE seen again (a retransmission): the ACK goes again. */
@@ -327,6 +359,7 @@ export function createUAS(req: SipRequest, res: SipResponse, opts: UasOptions): 
     source: req.source,
     localSeq: 0,
     remoteSeq: req.headers.cseq.seq,
+    checkSdp: opts.checkSdp,
   });
   return new Promise<Dialog>((resolve, reject) => {
     req.stack.registerDialog(dialog);

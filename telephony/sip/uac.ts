@@ -4,7 +4,7 @@
 import type { RawAor, RawMessage } from 'sip';
 import { applyHeaders, DIALOG_ALLOW, parseSipUri, randomTag, SipError, type SipHeaderMap, type SipIncomingResponse } from './message.js';
 import { authorize, type DigestClientCredentials } from './digest.js';
-import { Dialog, routeSet } from './dialog.js';
+import { Dialog, routeSet, type SdpCheck } from './dialog.js';
 import { toWire } from './wire.js';
 import type { Flow } from './transport.js';
 import type { SipStack, SipTarget } from './stack.js';
@@ -31,6 +31,8 @@ export interface UacOptions {
    * counted from createUAC()'s return, the next slot came up to 23 ms early (two servers, cps 5, loaded machine).
    */
   onSent?: () => void;
+  /** Checks re-INVITE and UPDATE offers in the dialog (see UasOptions.checkSdp). */
+  checkSdp?: SdpCheck;
 }
 
 export function createUAC(stack: SipStack, uri: string, opts: UacOptions): Promise<Dialog> {
@@ -109,6 +111,7 @@ export function createUAC(stack: SipStack, uri: string, opts: UacOptions): Promi
         remoteSdp: rs.body,
         source,
         localSeq: seq,
+        checkSdp: opts.checkSdp,
       });
       dialog = d;
       const ackSeq = seq;

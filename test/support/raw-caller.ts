@@ -49,10 +49,11 @@ export class RawCaller {
     private readonly rtp: dgram.Socket,
   ) {}
 
-  static async open(server: { host: string; port: number }, transport: 'udp' | 'tcp' = 'udp'): Promise<RawCaller> {
-    const peer = await RawSipPeer.open(transport, server);
+  /** `host`: the local address to call from (another loopback address, e.g. 127.0.0.3, is another source). */
+  static async open(server: { host: string; port: number }, transport: 'udp' | 'tcp' = 'udp', host = PEER_HOST): Promise<RawCaller> {
+    const peer = await RawSipPeer.open(transport, server, host);
     const rtp = dgram.createSocket('udp4');
-    await new Promise<void>((r) => rtp.bind(0, PEER_HOST, () => r()));
+    await new Promise<void>((r) => rtp.bind(0, host, () => r()));
     const caller = new RawCaller(peer, server, rtp);
     rtp.on('message', () => caller.rtpPackets++);
     return caller;
@@ -66,7 +67,7 @@ export class RawCaller {
   offer(kind: 'plain' | 'srtp' = 'plain'): string {
     const proto = kind === 'srtp' ? 'RTP/SAVP' : 'RTP/AVP';
     return [
-      'v=0', `o=- 1 1 IN IP4 ${PEER_HOST}`, 's=-', `c=IN IP4 ${PEER_HOST}`, 't=0 0', `m=audio ${this.rtpPort} ${proto} 0 101`,
+      'v=0', `o=- 1 1 IN IP4 ${this.peer.host}`, 's=-', `c=IN IP4 ${this.peer.host}`, 't=0 0', `m=audio ${this.rtpPort} ${proto} 0 101`,
       'a=rtpmap:0 PCMU/8000', 'a=rtpmap:101 telephone-event/8000', 'a=fmtp:101 0-15', 'a=ptime:20', 'a=sendrecv',
       ...(kind === 'srtp' ? [`a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:${randomBytes(30).toString('base64')}`] : []),
       '',
@@ -86,7 +87,7 @@ export class RawCaller {
     const from = o.retry?.from ?? o.from ?? 'caller';
     const pending: PendingInvite = {
       uri,
-      callId: o.retry?.callId ?? `${randomBytes(8).toString('hex')}@${PEER_HOST}`,
+      callId: o.retry?.callId ?? `${randomBytes(8).toString('hex')}@${this.peer.host}`,
       fromTag: o.retry?.fromTag ?? randomBytes(4).toString('hex'),
       from,
       cseq: (o.retry?.cseq ?? 0) + 1,
@@ -177,12 +178,12 @@ export class RawCaller {
     const transport = this.peer.transport.toUpperCase();
     return [
       `${method} ${o.uri ?? p.uri} SIP/2.0`,
-      `Via: SIP/2.0/${transport} ${PEER_HOST}:${this.peer.port};branch=${o.branch ?? newBranch()};rport`,
-      `From: <sip:${p.from}@${PEER_HOST}>;tag=${p.fromTag}`,
+      `Via: SIP/2.0/${transport} ${this.peer.host}:${this.peer.port};branch=${o.branch ?? newBranch()};rport`,
+      `From: <sip:${p.from}@${this.peer.host}>;tag=${p.fromTag}`,
       `To: ${o.to ?? `<${p.uri}>`}`,
       `Call-ID: ${p.callId}`,
       `CSeq: ${o.cseq ?? p.cseq} ${method}`,
-      `Contact: <sip:${p.from}@${PEER_HOST}:${this.peer.port}${this.peer.transport === 'tcp' ? ';transport=tcp' : ''}>`,
+      `Contact: <sip:${p.from}@${this.peer.host}:${this.peer.port}${this.peer.transport === 'tcp' ? ';transport=tcp' : ''}>`,
       'Max-Forwards: 70',
       ...(o.headers ?? []),
       `Content-Length: ${Buffer.byteLength(body)}`,

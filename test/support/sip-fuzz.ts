@@ -3,17 +3,10 @@
 // header line, whitespace floods, a lying Content-Length, a huge header, an odd start line), and TCP streams of them.
 import { newBranch, rawRequest, sdpOffer, type RawSipPeer } from './sip-peers.js';
 
+import { mulberry32 } from '../../engine/random.js';
+
 /** Deterministic randomness in [0, 1) from a seed. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export const prng = mulberry32;
 
 export interface FuzzTarget {
   /** The peer whose Via and Contact the requests carry (answers to them go there). */

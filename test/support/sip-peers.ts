@@ -292,7 +292,7 @@ export function parseRaw(text: string, at = Date.now()): RawSipMessage {
   return { at, text, startLine, status: status ? Number(status) : undefined, method: status ? undefined : startLine.split(' ')[0], headers, body };
 }
 
-/** A raw SIP peer on PEER_HOST over UDP or TCP: sends bytes as given, records everything it receives. */
+/** A raw SIP peer on PEER_HOST (or another local address) over UDP or TCP: sends bytes as given, records everything it receives. */
 export class RawSipPeer {
   readonly received: RawSipMessage[] = [];
   port = 0;
@@ -300,18 +300,23 @@ export class RawSipPeer {
   private tcp?: net.Socket;
   private tcpBuf = '';
 
-  private constructor(readonly transport: 'udp' | 'tcp', private readonly remote: { host: string; port: number }) {}
+  private constructor(
+    readonly transport: 'udp' | 'tcp',
+    private readonly remote: { host: string; port: number },
+    /** The local address it sends from (Via, From and Contact carry it). */
+    readonly host: string,
+  ) {}
 
-  static async open(transport: 'udp' | 'tcp', remote: { host: string; port: number }): Promise<RawSipPeer> {
-    const peer = new RawSipPeer(transport, remote);
+  static async open(transport: 'udp' | 'tcp', remote: { host: string; port: number }, host = PEER_HOST): Promise<RawSipPeer> {
+    const peer = new RawSipPeer(transport, remote, host);
     if (transport === 'udp') {
       const s = dgram.createSocket('udp4');
       peer.udp = s;
       s.on('message', (m) => peer.received.push(parseRaw(m.toString('latin1'))));
-      await new Promise<void>((r) => s.bind(0, PEER_HOST, () => r()));
+      await new Promise<void>((r) => s.bind(0, host, () => r()));
       peer.port = s.address().port;
     } else {
-      const s = net.connect({ host: remote.host, port: remote.port, localAddress: PEER_HOST });
+      const s = net.connect({ host: remote.host, port: remote.port, localAddress: host });
       peer.tcp = s;
       s.on('error', () => undefined);
       s.on('data', (c: Buffer) => {
@@ -381,12 +386,12 @@ export function rawRequest(peer: RawSipPeer, r: RawRequest): string {
   const transport = peer.transport.toUpperCase();
   return [
     `${r.method} ${r.uri} SIP/2.0`,
-    `Via: SIP/2.0/${transport} ${PEER_HOST}:${peer.port};branch=${r.branch ?? newBranch()};rport`,
-    `From: <sip:tester@${PEER_HOST}>;tag=${r.fromTag ?? 'tester'}`,
+    `Via: SIP/2.0/${transport} ${peer.host}:${peer.port};branch=${r.branch ?? newBranch()};rport`,
+    `From: <sip:tester@${peer.host}>;tag=${r.fromTag ?? 'tester'}`,
     `To: <${r.uri}>${r.toTag ? `;tag=${r.toTag}` : ''}`,
     `Call-ID: ${r.callId ?? newBranch()}`,
     `CSeq: ${r.cseq ?? 1} ${r.method}`,
-    `Contact: <${r.contact ?? `sip:tester@${PEER_HOST}:${peer.port}${peer.transport === 'tcp' ? ';transport=tcp' : ''}`}>`,
+    `Contact: <${r.contact ?? `sip:tester@${peer.host}:${peer.port}${peer.transport === 'tcp' ? ';transport=tcp' : ''}`}>`,
     'Max-Forwards: 70',
     ...(r.headers ?? []),
     `Content-Length: ${Buffer.byteLength(body, 'latin1')}`,

@@ -9,6 +9,7 @@ import type { SecretVault } from '../../control-plane/secrets/vault.js';
 import { AgentSession, type SessionEvent, type TransferOutcome, type TransferRequest } from '../../engine/agent/session.js';
 import type { Brain, BrainEvent, LlmEndpoint, Vars } from '../../engine/agent/types.js';
 import { AnswerDetector, type AnswerDecision } from '../../engine/agent/answer-detect.js';
+import { prepareAmbience } from '../../engine/audio/ambience.js';
 import { callVariables, standardVariables } from '../../engine/agent/variables.js';
 import type { Encoding } from '../../engine/audio/codecs.js';
 import type { ModelRegistry } from '../../engine/models/registry.js';
@@ -130,6 +131,8 @@ export class CallRuntime {
     if (call.inputDenoised) spec.denoise = false;
     // Leaving a message on a machine: the message plays whole, whatever the machine does meanwhile.
     if (call.leaveMessage !== undefined) spec.allowInterruptions = false;
+    // The ambience is rendered off the event loop the first time a kind is used at this rate.
+    if (spec.backgroundSound) await prepareAmbience(spec.backgroundSound, call.outputRate);
     const callId = call.callId ?? newCallId();
     const conversationType = CONVERSATION_TYPE[call.type];
     const variables = callVariables(
@@ -197,7 +200,8 @@ export class CallRuntime {
       mode: call.mode,
       isTest: call.isTest,
       variables,
-      voiceConfig: { model: 'flite', voiceId: spec.voiceId, gender: spec.voiceGender ?? null },
+      // The voice that speaks (the configured one when we have it, else the fallback by gender) and its engine.
+      voiceConfig: { model: registry.voice(spec.voiceId)?.model ?? 'flite', voiceId: spec.voiceId, gender: spec.voiceGender ?? null },
       slmModel,
       fromNumber: call.fromNumber ?? null,
       toNumber: call.toNumber ?? null,

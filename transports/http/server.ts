@@ -1,5 +1,6 @@
 // uWebSockets.js HTTP server: routing, bounded body reading, abort handling, envelopes, metrics and graceful drain.
 import { STATUS_CODES } from 'node:http';
+import { Readable } from 'node:stream';
 import uWS from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import { ApiError } from '../../control-plane/errors.js';
@@ -22,6 +23,8 @@ const EMPTY = Buffer.alloc(0);
 /** The metrics label of requests no route matched. */
 const UNMATCHED = 'unmatched';
 const METHOD_NAMES: Record<string, Method> = { GET: 'get', POST: 'post', PUT: 'put', PATCH: 'patch', DELETE: 'del' };
+/** What a streamed body (RouteOptions.streamBody) holds before reading pauses until the handler takes more. */
+const STREAM_HIGH_WATER = 64 * 1024;
 
 export class HttpServer {
   readonly app: uWS.TemplatedApp = uWS.App();
@@ -110,6 +113,8 @@ export class HttpServer {
     let aborted = false;
     let handling = false;
     let finished = false;
+    /** A streamed body still arriving when the answer goes: reading resumes (and the rest is dropped). */
+    let releaseBody: (() => void) | null = null;
     this.inFlight++;
 
     const done = (status: number): void => {
@@ -130,6 +135,7 @@ export class HttpServer {
     const send = (response: HttpResponse, closeConnection = false): void => {
       if (finished) return;
       finished = true;
+      releaseBody?.();
       if (response.stream && !aborted) {
         const produce = response.stream;
         res.cork(() => writeHead(response));
@@ -162,8 +168,10 @@ export class HttpServer {
     // one gone while its handler runs lets the handler finish, and only the answer is dropped.
     res.onAborted(() => {
       aborted = true;
+      bodyStream?.destroy(new Error('the client went away before its body ended'));
       if (!handling) send({ status: 499 });
     });
+    let bodyStream: Readable | null = null;
 
     const request: HttpRequest = {
       method,
@@ -209,7 +217,9 @@ export class HttpServer {
     };
 
     const limit = unmatched ? 0 : (options.maxBodyBytes ?? this.opts.maxBodyBytes);
+    const tooLarge = () => new ApiError(options.oversizeStatus ?? 413, `Request body exceeds ${limit} bytes`);
     if (!hasBody) {
+      if (options.streamBody) request.stream = Readable.from([]);
       void admit().then((refusal) => {
         if (aborted) return; // gone while its credential was checked: counted (499), not run
         if (refusal) refuse(refusal);
@@ -223,10 +233,20 @@ export class HttpServer {
     let admitted = false;
     let bodyEnded = false;
     let size = 0;
+    let paused = false;
     const chunks: Buffer[] = [];
+    // A streamed body goes to the handler as it arrives, at the handler's pace: reading pauses while STREAM_HIGH_WATER
+    // bytes wait unread, and resumes when the handler reads on (never before the request is admitted).
+    const stream = options.streamBody ? new Readable({ highWaterMark: STREAM_HIGH_WATER, read: () => admitted && resume() }) : null;
+    bodyStream = stream;
+    // Its failures (the client left, the limit) reach whoever reads it; unread, they must not go unhandled.
+    stream?.on('error', () => {});
     const complete = (): void => {
-      if (size > limit) refuse(new ApiError(options.oversizeStatus ?? 413, `Request body exceeds ${limit} bytes`));
-      else if (bodyEnded) {
+      if (size > limit) refuse(tooLarge());
+      else if (stream) {
+        request.stream = stream;
+        void run();
+      } else if (bodyEnded) {
         request.body = Buffer.concat(chunks, size);
         void run();
       }
@@ -234,18 +254,46 @@ export class HttpServer {
     res.onData((chunk, isLast) => {
       if (finished) return;
       if (isLast) bodyEnded = true;
-      // While checking, only what arrived before the pause took effect (a socket read or two) is kept, within the limit.
       size += chunk.byteLength;
+      if (stream) {
+        if (stream.destroyed) return;
+        if (size > limit) {
+          // The handler reading it fails with the 413 (and answers once it has undone its work); the rest is dropped.
+          // Not yet admitted: the admission step answers.
+          stream.destroy(tooLarge());
+          return;
+        }
+        if (!stream.push(Buffer.from(chunk.slice(0))) && !isLast) pause();
+        if (isLast) stream.push(null);
+        return;
+      }
+      // While checking, only what arrived before the pause took effect (a socket read or two) is kept, within the limit.
       if (size <= limit) chunks.push(Buffer.from(chunk.slice(0)));
       else chunks.length = 0;
       if (admitted) complete();
     });
-    res.pause();
+    const pause = (): void => {
+      if (paused) return;
+      paused = true;
+      res.pause();
+    };
+    pause();
     // Resumed before any answer: the response may not be touched once ended, and a refused body must still be read
     // (and dropped) for the connection to serve its next request.
     const resume = (): void => {
-      if (!finished && !aborted) res.resume();
+      if (finished || aborted || !paused) return;
+      paused = false;
+      res.resume();
     };
+    if (stream) {
+      releaseBody = () => {
+        if (paused && !bodyEnded && !aborted) {
+          paused = false;
+          res.resume();
+        }
+        if (!stream.readableEnded) stream.destroy();
+      };
+    }
     void admit().then(
       (refused) => {
         resume();

@@ -1,6 +1,7 @@
 // Request and response shapes shared by the HTTP server and every route handler.
 import type { AuthContext } from '../../control-plane/auth/keys.js';
 import type { ApiError } from '../../control-plane/errors.js';
+import type { Readable } from 'node:stream';
 import type { ZodTypeAny } from 'zod';
 
 export interface HttpRequest {
@@ -16,6 +17,8 @@ export interface HttpRequest {
   /** The peer's IP address as text (HTTP routes; the proxy's address behind a proxy). */
   remoteAddress?: string;
   body: Buffer;
+  /** The body as it arrives, on routes with `streamBody` (their `body` stays empty); fails if the client leaves or the body outgrows the limit. */
+  stream?: Readable;
   /** Parsed JSON body; `{}` for an empty body. Throws a 400 ApiError on malformed JSON. */
   json(): unknown;
   /** Set by the auth step for routes that require a key. */
@@ -58,6 +61,11 @@ export interface RouteOptions {
   maxBodyBytes?: number;
   /** The route's error shape; default: the platform envelope on `key`/`none` routes, `{error}` on inference routes. */
   errorBody?: ErrorBody;
+  /**
+   * Hands the handler the body as a stream (`req.stream`) once the request is admitted, instead of buffering it
+   * whole: memory is bounded by what the handler holds, not by the limit. The limit still applies as it arrives.
+   */
+  streamBody?: boolean;
   /** The status of a body over the limit: 413, or 400 where a route's wire says so. */
   oversizeStatus?: 400 | 413;
   /** The route in /openapi.json; a route without one is missing from the document (a test fails). */

@@ -2,7 +2,7 @@
 import type { HttpServer } from '../http/server.js';
 import { docs, ok } from '../http/types.js';
 import { z } from 'zod';
-import { ApiError, badRequest, notFound } from '../../control-plane/errors.js';
+import { ApiError, badRequest } from '../../control-plane/errors.js';
 import { loadCall, readCall } from '../../control-plane/calls/calls.js';
 import { bodyObject, checkBody, says } from '../../control-plane/validation.js';
 import { outboundCallBody, queueOutboundCall, retriesOf } from '../../control-plane/telephony/outbound.js';
@@ -97,11 +97,9 @@ export function outboundRoutes(server: HttpServer, prefix: string, ctx: RouteCon
   server.route('POST', `${c}/:id/cancel`, async (req) => {
     const id = req.params.id as string;
     const actor = actorOf(req);
-    const d = dialer();
     // As the wire says: this form cancels only calls still in the queue (the body form also rings off and ends).
-    const call = await loadCall(ctx.db, actor, id).catch((err: unknown) => {
-      throw err instanceof ApiError && err.status === 403 ? notFound(`No conversation found with ID ${id}`) : err;
-    });
+    const call = await loadCall(ctx.db, actor, id);
+    const d = dialer();
     if (call.status !== 'in_queue') {
       throw badRequest(FINAL.has(call.status) ? `Conversation with ID ${id} is already ${call.status} and cannot be cancelled` : `Conversation with ID ${id} is not in queue and cannot be cancelled`);
     }
