@@ -202,6 +202,11 @@ export class PhoneCall {
     }
   }
 
+  /** Resolves once the line is closed (its lease given back), before the call's record is finished. */
+  get lineClosed(): Promise<void> {
+    return this.closedP;
+  }
+
   /** The call record's id, once the agent session is attached. */
   get callId(): string | null {
     return this.call?.callId ?? null;

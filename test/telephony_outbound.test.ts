@@ -395,6 +395,35 @@ async function queueCalls(server: TestServer, agentId: string, fromNumber: strin
   return ids;
 }
 
+describe('outbound pacing while answered calls end', () => {
+  // The organization's speech-session cap (PARLEY_MAX_SPEECH_SESSIONS_PER_KEY, 6 by default) bounds its calls up at
+  // once: the 7th call waits until one ends. It must then be dialed as soon as a line closes, not at the next poll
+  // (500 ms later: the pace fell to 74% of cpsLimit, a gap of 914-918 ms where the cap alone asks about 500).
+  const suite = sipServerForSuite('sqlite');
+
+  it('dials a call held back by the cap as soon as an answered call ends', async () => {
+    const server = suite.server;
+    const carrier = await startSippCarrier({ answer: 'ok', holdMs: 1500, timeoutS: 60, realtime: TIMED });
+    const trunk = await outboundTrunk(server, carrier.port, { numbers: ['+15550880001'], cpsLimit: 5 });
+    try {
+      const agentId = await workflowAgent(server, 'Hello there, this is a pacing test call.');
+      await Promise.all(Array.from({ length: 12 }, (_, i) => server.request('POST', `${A}/conversation/outbound`, { body: { agentId, phoneNumber: `+155508900${String(i).padStart(2, '0')}`, fromNumber: '+15550880001' } })));
+      for (let i = 0; i < 150 && carrier.arrivals().length < 12; i++) await sleep(100);
+      const gaps = gapsOf(carrier.arrivals().sort((a, b) => a.at - b.at));
+      expect(gaps).toHaveLength(11);
+      // Never closer than the pace; the wait for a free place no longer than the first call's end asks (about 500 ms).
+      expect(Math.min(...gaps)).toBeGreaterThanOrEqual(190);
+      expect(Math.max(...gaps), gaps.join(' ')).toBeLessThan(800);
+    } finally {
+      await carrier.stop();
+      for (let i = 0; i < 100; i++) {
+        if ((await server.request('DELETE', `${A}/sip-trunk/${trunk}`)).status === 200) break;
+        await sleep(200);
+      }
+    }
+  }, 60_000);
+});
+
 describe.each(testDialects())('outbound pacing by cpsLimit on %s', (dialect) => {
   // A platform carrier on the same address as an outbound trunk: both dial through one pace.
   const carrierPort = 41000 + Math.floor(Math.random() * 4000) * 2;

@@ -564,7 +564,12 @@ export class OutboundDialer {
       const answered = phone;
       rtp = null;
       this.calls.add(answered);
+      // Its end frees a place under the organization's (and the server's) call cap: calls held back by the cap are
+      // claimed now, not at the next poll (a lane that found its organization capped stopped; the poll is 500 ms).
       void answered.done.then(() => this.calls.delete(answered));
+      void answered.lineClosed.then(() => {
+        if (!this.stopped) this.wake();
+      });
       const transfers = this.deps.transfers;
       if (transfers) answered.allowTransfers(transfers, { orgId: row.org_id, agentId: row.agent_id, direction: 'outbound', ownNumber: row.from_number });
       const resolved = await resolveCallConfig(db, { orgId: row.org_id, name: 'telephony' }, row.agent_id, await pinnedTarget(db, row.revision_id));
