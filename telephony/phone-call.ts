@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import type { RunningCall } from '../transports/calls/runtime.js';
 import type { SessionEvent, TransferOutcome, TransferRequest } from '../engine/agent/session.js';
-import { floatToInt16 } from '../engine/audio/pcm.js';
+import { decodeLinear16, floatToInt16 } from '../engine/audio/pcm.js';
 import { KeypadCollector } from '../engine/agent/keypad.js';
 import type { Dialog } from './sip/dialog.js';
 import type { MediaLeg } from './media/leg.js';
@@ -110,8 +110,7 @@ export class PhoneCall {
       // Frames are pushed in order: each waits for the one before it (the detector's recognitions are asynchronous).
       let chain = Promise.resolve();
       this.listener = (frame) => {
-        const samples = new Float32Array(frame.length);
-        for (let i = 0; i < frame.length; i++) samples[i] = frame[i]! / 32768;
+        const samples = decodeLinear16(new Uint8Array(frame.buffer, frame.byteOffset, frame.byteLength));
         chain = chain.then(() => detector.push(samples)).catch((err: unknown) => {
           this.logger.warn({ err: err instanceof Error ? err.message : String(err), sipCallId: this.dialog.callId }, 'voicemail detection failed; the agent speaks');
           done(null);

@@ -13,6 +13,8 @@ import { loadTurns } from './turns.js';
 export type CallRow = Selectable<CallsTable>;
 export const CALL_STATUSES = ['pending', 'in_progress', 'in_queue', 'processing', 'active', 'completed', 'failed', 'no_answer', 'cancelled'] as const;
 export type CallStatus = (typeof CALL_STATUSES)[number];
+/** Statuses a call ends in: nothing (a cancel, a retry) changes it after. */
+export const FINAL_CALL_STATUSES: ReadonlySet<string> = new Set<CallStatus>(['completed', 'failed', 'no_answer', 'cancelled']);
 export const CALL_TYPES = ['webcall', 'telephony_inbound', 'telephony_outbound'] as const;
 export type CallType = (typeof CALL_TYPES)[number];
 export type CallMode = 'webcall' | 'chat';

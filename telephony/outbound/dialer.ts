@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Db } from '../../control-plane/store/db.js';
 import type { Actor } from '../../control-plane/agents/agents.js';
-import { loadCall, updateCall } from '../../control-plane/calls/calls.js';
+import { FINAL_CALL_STATUSES, loadCall, updateCall } from '../../control-plane/calls/calls.js';
 import { badRequest } from '../../control-plane/errors.js';
 import { pinnedTarget, resolveCallConfig } from '../../control-plane/calls/call-config.js';
 import { voicemailDetection } from '../../transports/calls/agent-spec.js';
@@ -88,8 +88,6 @@ const DEFAULT_MAX_CALL_SECS = 3600;
 /** Longest a voicemail detection listens (a machine's greeting that never ends: the message is left then). */
 const MAX_DETECTION_MS = 30_000;
 
-/** Call statuses a cancel cannot change. */
-const FINAL_STATUSES = new Set(['completed', 'failed', 'no_answer', 'cancelled', 'busy']);
 
 type Unanswered = { status: 'cancelled' | 'no_answer' | 'failed'; reason: string };
 
@@ -180,7 +178,7 @@ export class OutboundDialer {
     // 404 unknown; another organization's call: the spec's general 403, as for every resource.
     const before = await loadCall(db, actor, callId);
     const previousStatus = before.status;
-    if (FINAL_STATUSES.has(previousStatus)) throw badRequest(`Conversation with ID ${callId} is already ${previousStatus} and cannot be cancelled`);
+    if (FINAL_CALL_STATUSES.has(previousStatus)) throw badRequest(`Conversation with ID ${callId} is already ${previousStatus} and cannot be cancelled`);
     const row = await db.selectFrom('outbound_calls').select(['state']).where('call_id', '=', callId).executeTakeFirst();
     if (!row) throw badRequest(`Conversation with ID ${callId} is not an outbound call and cannot be cancelled (a web call ends when its client closes it)`);
     logger.info({ callId, reason: reason ?? null }, 'outbound call cancel requested');
@@ -190,7 +188,7 @@ export class OutboundDialer {
     }
     // Answered (or answered meanwhile): end it where it runs.
     const now = await loadCall(db, actor, callId);
-    if (FINAL_STATUSES.has(now.status)) throw badRequest(`Conversation with ID ${callId} is already ${now.status} and cannot be cancelled`);
+    if (FINAL_CALL_STATUSES.has(now.status)) throw badRequest(`Conversation with ID ${callId} is already ${now.status} and cannot be cancelled`);
     // Answered and being attached ('processing') or up: the flag ends it as soon as its holder sees it attached.
     await db.updateTable('outbound_calls').set({ cancel_requested: 1, updated_at: new Date().toISOString() }).where('call_id', '=', callId).execute();
     this.endLocal(callId);

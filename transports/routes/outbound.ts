@@ -3,7 +3,7 @@ import type { HttpServer } from '../http/server.js';
 import { docs, ok } from '../http/types.js';
 import { z } from 'zod';
 import { ApiError, badRequest } from '../../control-plane/errors.js';
-import { loadCall, readCall } from '../../control-plane/calls/calls.js';
+import { FINAL_CALL_STATUSES, loadCall, readCall } from '../../control-plane/calls/calls.js';
 import { bodyObject, checkBody, says } from '../../control-plane/validation.js';
 import { outboundCallBody, queueOutboundCall, retriesOf } from '../../control-plane/telephony/outbound.js';
 import type { OutboundDialer } from '../../telephony/outbound/dialer.js';
@@ -13,8 +13,7 @@ import { actorOf, type RouteContext } from './context.js';
 const DEPRECATION = { Deprecation: 'true' };
 /** Most call ids one bulk cancel takes. */
 const MAX_BULK_CANCEL = 100;
-/** Call statuses no cancel changes. */
-const FINAL = new Set(['completed', 'failed', 'no_answer', 'cancelled']);
+
 
 /** `POST /conversation/cancel`, our bulk form. */
 const cancelBody = z.object({ callIds: z.array(z.string().min(1)).min(1).max(MAX_BULK_CANCEL).describe('Repeated ids are canceled once.') }).passthrough();
@@ -101,7 +100,7 @@ export function outboundRoutes(server: HttpServer, prefix: string, ctx: RouteCon
     const call = await loadCall(ctx.db, actor, id);
     const d = dialer();
     if (call.status !== 'in_queue') {
-      throw badRequest(FINAL.has(call.status) ? `Conversation with ID ${id} is already ${call.status} and cannot be cancelled` : `Conversation with ID ${id} is not in queue and cannot be cancelled`);
+      throw badRequest(FINAL_CALL_STATUSES.has(call.status) ? `Conversation with ID ${id} is already ${call.status} and cannot be cancelled` : `Conversation with ID ${id} is not in queue and cannot be cancelled`);
     }
     const result = await d.cancel(actor, id);
     if (!result.canceled) throw badRequest(`Conversation with ID ${id} is not in queue and cannot be cancelled (${result.reason})`);
