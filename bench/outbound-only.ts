@@ -1,6 +1,6 @@
 // Runs the outbound part of the telephony bench alone (bench/lib/outbound.ts): prints its tables and goals and writes
 // bench/results/telephony-outbound.json. Env as there: BENCH_OUT_CPS, BENCH_OUT_CALLS, BENCH_OUT_PACING, BENCH_OUT_ANSWER_CALLS,
-// BENCH_OUT_ANSWER_CONCURRENCY.
+// BENCH_OUT_ANSWER_CONCURRENCY, BENCH_OUT_ANSWERED (pacing with answered calls, off by default), BENCH_OUT_ANSWERED_CALLS.
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

@@ -59,6 +59,8 @@ import { setConfigEgressPolicy } from '../control-plane/agents/config-schema.js'
 import { outboundRoutes, testCallQueue, type OutboundRouteDeps } from '../transports/routes/outbound.js';
 import { campaignRoutes } from '../transports/routes/campaigns.js';
 import { useNonceSecret } from '../telephony/sip/digest.js';
+import { byeFromSnapshot } from '../telephony/sip/dialog.js';
+import { LiveCalls } from '../transports/calls/live-calls.js';
 import { CampaignRunner } from '../control-plane/campaigns/runner.js';
 import { audienceRoutes } from '../transports/routes/audiences.js';
 import { sweepAbandonedUploads } from '../control-plane/campaigns/audience-removal.js';
@@ -170,6 +172,10 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
     logger.warn('recordings are kept in this server\'s data dir: with several servers set PARLEY_RECORDING_STORE=database (or files, with one shared recordings directory)');
   }
   recordingRoutes(server, settings.atomsPrefix, ctx, objects);
+  // This server's name on what it holds in the store (outbound claims, live calls).
+  const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  // Calls up here are noted in the store; those of a server that stopped are ended by this one (or another).
+  const live = new LiveCalls({ db: store.db, owner, leaseMs: settings.outboundLeaseSecs * 1000, logger });
   const runtime = new CallRuntime({
     db: store.db,
     registry,
@@ -180,6 +186,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
     objects,
     allowPrivateEgress: settings.allowPrivateEgress,
     notifyWebhooks: () => webhooks.notify(),
+    live,
   });
   dnc.runtime = runtime;
   const agentSockets = agentConnectSocket(server, settings.atomsPrefix, { db: store.db, runtime, logger, draining: () => server.isDraining, limits });
@@ -216,16 +223,17 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   // Digest guessing limits: counted in this process, or across every server sharing PARLEY_REDIS_URL.
   const digestGuard = sip ? (settings.redisUrl ? new RedisDigestGuard(settings.redisUrl) : new LocalDigestGuard()) : null;
   const inbound = sip && digestGuard
-    ? new InboundCalls(sip, { db: store.db, runtime, limits, secrets: webhookSecrets, carrier: settings.carrier, logger, media, mediaTimeoutSecs: settings.sip.rtpTimeoutSecs, metrics: telephonyMetrics, transfers, digestGuard })
+    ? new InboundCalls(sip, { db: store.db, runtime, limits, secrets: webhookSecrets, carrier: settings.carrier, logger, media, mediaTimeoutSecs: settings.sip.rtpTimeoutSecs, metrics: telephonyMetrics, transfers, digestGuard, live })
     : null;
   const dialer = sip && pacer
     ? new OutboundDialer(sip, {
         db: store.db, runtime, limits, media, pacer, secrets: webhookSecrets, carrier: settings.carrier, logger, metrics: telephonyMetrics,
-        owner: `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`, mediaTimeoutSecs: settings.sip.rtpTimeoutSecs,
+        owner, mediaTimeoutSecs: settings.sip.rtpTimeoutSecs,
         ringSecs: settings.outboundRingSecs,
         leaseMs: settings.outboundLeaseSecs * 1000,
         transfers,
         reservations,
+        live,
       })
     : null;
   outbound.dialer = dialer;
@@ -236,6 +244,11 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
     leaseMs: settings.outboundLeaseSecs * 1000,
   });
   campaigns.start();
+  // Calls a stopped server left up: hung up (when this server has a SIP leg) and their records ended.
+  live.start({
+    closeRecord: (callId, lastSeen) => runtime.closeAbandoned(callId, lastSeen),
+    hangUp: sip ? (dialog) => byeFromSnapshot(sip, dialog, { Reason: 'SIP;cause=503;text="server stopped"' }) : undefined,
+  });
   if (sip) logger.info({ sipPort: sip.port, host: sip.host, publicAddress: sip.publicAddress }, 'sip listening');
   const port = await server.listen(settings.host, settings.port);
   logger.info({ port, host: settings.host, atoms: settings.atomsPrefix, waves: settings.wavesPrefix }, 'listening');
@@ -251,6 +264,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
       const calls = Promise.all([agentSockets.endAll('server_shutdown'), inbound?.endAll('server_shutdown'), dialer?.stop('server_shutdown')]);
       await server.drain(settings.shutdownTimeoutMs);
       await calls;
+      await live.stop();
       await sip?.close();
       await media.close();
       await pacer?.close();

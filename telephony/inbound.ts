@@ -19,6 +19,7 @@ import { PhoneCall } from './phone-call.js';
 import type { TelephonyMetrics } from './metrics.js';
 import type { CallTransfers } from './transfer.js';
 import { LocalDigestGuard, type DigestAttempt, type DigestGuard, type GuardScope } from './digest-guard.js';
+import type { LiveCalls } from '../transports/calls/live-calls.js';
 
 export interface InboundDeps {
   db: Db;
@@ -39,6 +40,8 @@ export interface InboundDeps {
   transfers?: CallTransfers;
   /** Counts wrong digest answers and refuses guessers while they cool off (default: counted in this process). */
   digestGuard?: DigestGuard;
+  /** Answered calls are noted here with their dialog, so that another server hangs them up if this one dies. */
+  live?: LiveCalls;
 }
 
 /** Platform-number calls (no trunk): the carrier's defaults. */
@@ -177,6 +180,7 @@ export class InboundCalls {
     }
     let rtp: MediaLeg | null = null;
     let phone: PhoneCall | null = null;
+    let callId: string | null = null;
     try {
       rtp = await this.deps.media.bind(this.stack.host === '0.0.0.0' ? '0.0.0.0' : this.stack.host);
       const answer = negotiate(req.body, { encryption: policy.mediaEncryption, localAddress: this.stack.publicAddress, localPort: rtp.localPort });
@@ -214,6 +218,9 @@ export class InboundCalls {
         }
         throw err;
       });
+      // From the answer on, the call is noted with its dialog: if this server dies, another hangs it up.
+      callId = this.deps.runtime.newCallId();
+      await this.deps.live?.hold(callId, route.orgId, dialog.snapshot());
       await rtp.start({ ...answer, noiseSuppression: policy.noiseSuppression, mediaTimeoutMs: (this.deps.mediaTimeoutSecs ?? 0) * 1000 });
       const metrics = this.deps.metrics;
       metrics?.answered('inbound', (answeredAt - receivedAt) / 1000);
@@ -221,7 +228,11 @@ export class InboundCalls {
       phone = answered;
       rtp = null;
       this.calls.add(answered);
-      void answered.done.then(() => this.calls.delete(answered));
+      const held = callId;
+      void answered.done.then(() => {
+        this.calls.delete(answered);
+        return this.deps.live?.release(held);
+      });
       const transfers = this.deps.transfers;
       if (transfers) answered.allowTransfers(transfers, { orgId: route.orgId, agentId: route.agentId, direction: 'inbound', ownNumber: null });
       const call = await this.deps.runtime.start(
@@ -239,6 +250,8 @@ export class InboundCalls {
           transfer: transfers ? (req) => answered.transfer(req) : undefined,
           // The trunk's RNNoise ran on the leg already: the agent's denoisingConfig does not run it twice.
           inputDenoised: policy.noiseSuppression,
+          callId,
+          lineHeld: Boolean(this.deps.live),
         },
         (e) => answered.onEvent(e),
       );
@@ -252,7 +265,7 @@ export class InboundCalls {
       if (phone) {
         if (!phone.dialog.destroyed) await phone.dialog.destroy({ reason: 'error' }).catch(() => undefined);
         phone.end('error');
-      }
+      } else if (callId) await this.deps.live?.release(callId);
       throw err;
     }
   }

@@ -16,6 +16,13 @@
 //     first RTP packet from the server that is not all silence. Per call: 200 OK sent -> that packet, and
 //     POST /conversation/outbound -> INVITE received (queue, dialer, pace). BENCH_OUT_ANSWER_CALLS calls, at most
 //     BENCH_OUT_ANSWER_CONCURRENCY at a time, after one warm-up call that is not reported.
+//  3. Pacing with answered calls (issue 34 item 6; BENCH_OUT_ANSWERED, a list of cpsLimits, runs it on each
+//     BENCH_OUT_PACING configuration; by default it does not run): part 1's run, but the carrier answers every call 200
+//     with PCMU and hangs up (BYE) ANSWERED_HOLD_MS after the ACK, so each call runs the agent meanwhile and holds a
+//     speech session (the organization's and the server's caps bound the calls up at once, and so the pace: the servers
+//     run with the caps of SERVER_ENV, far above the 75 or so calls up at once at cps 50). BENCH_OUT_ANSWERED_CALLS
+//     calls per run (default about 4 s of pace, max(12, 4 × cpsLimit)). Reported as in part 1, with each call's final
+//     status and endReason and the most INVITEs in any ANSWERED_HOLD_MS (the calls up at once, at least).
 import dgram from 'node:dgram';
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -38,6 +45,8 @@ const FINAL = new Set(['completed', 'failed', 'no_answer', 'cancelled']);
 /** How many POST /conversation/outbound are in flight at once while queueing. */
 const QUEUE_WIDTH = 16;
 const SERVER_ENV = { ...UNCAPPED_SESSIONS, PARLEY_RATE_LIMIT_PER_MINUTE: '1000000', PARLEY_SIP_HOST: STACK_HOST };
+/** Part 3: how long the carrier holds an answered call (ACK -> its BYE). */
+const ANSWERED_HOLD_MS = 1500;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const r1 = (x: number) => Math.round(x * 10) / 10;
@@ -100,6 +109,12 @@ export interface PacingRun {
   longGapsAt: Array<{ atMs: number; gapMs: number }>;
   queuedAtMs: number;
   goals: { ratePct: boolean; minGap: boolean; secondWindow: boolean };
+  /**
+   * Part 3 only: how long the carrier held each answered call, and the most INVITEs in any such span: the calls up at
+   * once, at least (a call is up from its answer, just after its INVITE, to its BYE, holdMs after the ACK).
+   */
+  holdMs?: number;
+  peakUp?: number;
   error: string | null;
 }
 
@@ -125,9 +140,15 @@ export interface Quantiles {
 }
 
 export interface OutboundResult {
-  config: { cps: number; calls: number; answerCalls: number; answerConcurrency: number; warmupCalls: number; serverEnv: Record<string, string> };
+  config: {
+    cps: number; calls: number; answerCalls: number; answerConcurrency: number; warmupCalls: number; serverEnv: Record<string, string>;
+    /** Part 3: its cpsLimits (none: not run), calls per run (null: max(12, 4 × cpsLimit)) and how long each call is held. */
+    answered: { cps: number[]; calls: number | null; holdMs: number };
+  };
   pacing: PacingRun[];
   answer: AnswerRun | null;
+  /** Part 3's runs: every BENCH_OUT_PACING configuration at each of its cpsLimits in turn. */
+  answered: PacingRun[];
   /** Each server's exit code on SIGTERM and its log lines at warn or above. */
   servers: Array<{ name: string; exit: number | null; problems: string[] }>;
   /** Set when a part could not run to its end. */
@@ -235,30 +256,41 @@ function pacingConfigs(): PacingConfig[] {
 interface PacingContext {
   cps: number;
   calls: number;
+  /** Part 3: the carrier answers every call and hangs up this long after the ACK; absent, it refuses them with 486. */
+  holdMs?: number;
+  /** Names the run's servers in the report. */
+  label: string;
   log: (msg: string) => void;
   servers: OutboundResult['servers'];
 }
 
 /** Queues `calls` calls split over `servers` (all sharing one store), waits for every one to end, and reads the carrier's log. */
 async function pacingRun(ctx: PacingContext, { dialect, processes, pace }: PacingConfig, runIndex: number): Promise<PacingRun> {
-  const { cps, calls } = ctx;
+  const { cps, calls, holdMs } = ctx;
   const run: PacingRun = {
-    processes, store: dialect, pace, cps, calls, invites: 0, distinctNumbers: 0, perProcess: [], finals: {}, queueMs: NaN, spanMs: NaN, achievedCps: NaN, achievedPct: NaN,
+    processes, store: dialect, pace, cps, calls, holdMs, invites: 0, distinctNumbers: 0, perProcess: [], finals: {}, queueMs: NaN, spanMs: NaN, achievedCps: NaN, achievedPct: NaN,
     minGapMs: NaN, p1GapMs: NaN, p50GapMs: NaN, maxGapMs: NaN, shortGaps: 0, longGaps: 0, maxInIntervalWindow: 0, maxInSecondWindow: 0, tightestSecondMs: NaN, longGapsAt: [], queuedAtMs: NaN, goals: { ratePct: false, minGap: false, secondWindow: false }, error: null,
   };
   const store: StoreEnv = freshStore(dialect);
   const servers: TestServer[] = [];
   let carrier: SippCarrier | null = null;
   try {
-    carrier = await startSippCarrier({ answer: 486, calls: calls + 10, timeoutS: Math.ceil(calls / cps) + 120, realtime: canRunRealtime() });
-    const env = { ...SERVER_ENV, PARLEY_OUTBOUND_QUEUE: String(calls + 100), ...(pace === 'redis' ? { PARLEY_REDIS_URL: REDIS_URL } : {}) };
+    const answer = holdMs === undefined ? ({ answer: 486 } as const) : ({ answer: 'ok', holdMs } as const);
+    carrier = await startSippCarrier({ ...answer, calls: calls + 10, timeoutS: Math.ceil(calls / cps) + 120, realtime: canRunRealtime() });
+    const env = {
+      ...SERVER_ENV,
+      PARLEY_OUTBOUND_QUEUE: String(calls + 100),
+      ...(pace === 'redis' ? { PARLEY_REDIS_URL: REDIS_URL } : {}),
+      // Answered calls run the agent: its models load at start, not on the first call while the dialer keeps its pace.
+      ...(holdMs !== undefined ? { PARLEY_WARM_MODELS: 'true' } : {}),
+    };
     const first = await startServer({ store, env });
     servers.push(first);
     for (let i = 1; i < processes; i++) servers.push(await startServer({ store, env: { ...env, PARLEY_BOOTSTRAP_KEY: first.key } }));
     const agentId = await greetingAgent(first, 'Hello.');
     const fromNumber = `+1555020${String(8000 + runIndex).padStart(4, '0')}`;
     await outboundTrunk(first, carrier.port, fromNumber, cps);
-    ctx.log(`  ${processes} process(es) on ${dialect}: queueing ${calls} calls at cpsLimit ${cps} (carrier sipp on ${PEER_HOST}:${carrier.port}, answers 486)`);
+    ctx.log(`  ${processes} process(es) on ${dialect}: queueing ${calls} calls at cpsLimit ${cps} (carrier sipp on ${PEER_HOST}:${carrier.port}, answers ${holdMs === undefined ? '486' : `200, BYE ${holdMs} ms after the ACK`})`);
 
     const t0 = performance.now();
     // Round robin over the servers, all POSTs as fast as they are answered.
@@ -272,7 +304,8 @@ async function pacingRun(ctx: PacingContext, { dialect, processes, pace }: Pacin
     const deadline = performance.now() + (calls / cps) * 2000 + 30_000;
     while (carrier.arrivals().length < calls && performance.now() < deadline) await sleep(200);
     const records = await pool(ids.length, 8, (i) => finalRecord(first, ids[i] as string, 20_000));
-    run.finals = tally(records.map((r) => `${r.status}/${r.callFailureReason ?? ''}`));
+    // An answered call's record has no callFailureReason unless it failed; its endReason says how it ended either way.
+    run.finals = tally(records.map((r) => `${r.status}/${(holdMs === undefined ? r.callFailureReason : r.endReason) ?? ''}`));
 
     const arrivals = carrier.arrivals().sort((a, b) => a.at - b.at);
     const at = arrivals.map((a) => a.at);
@@ -294,6 +327,7 @@ async function pacingRun(ctx: PacingContext, { dialect, processes, pace }: Pacin
     run.maxInSecondWindow = maxInWindow(at, 1000);
     run.tightestSecondMs = r1(at.length > cps ? Math.min(...at.slice(cps).map((t, i) => t - (at[i] as number))) : NaN);
     run.goals = { ratePct: run.achievedPct >= GOAL_RATE_PCT, minGap: run.minGapMs >= 1000 / cps - GAP_ALLOWANCE_MS, secondWindow: run.maxInSecondWindow <= cps };
+    if (holdMs !== undefined) run.peakUp = maxInWindow(at, holdMs);
 
     // Which server sent each INVITE: the Via of its first transmission names the server's SIP port.
     const done = await carrier.stop();
@@ -311,7 +345,7 @@ async function pacingRun(ctx: PacingContext, { dialect, processes, pace }: Pacin
     run.error = errText(err) + lastLines(servers);
   } finally {
     await carrier?.stop();
-    for (const [i, s] of servers.entries()) ctx.servers.push({ name: `pacing, ${processes} process(es), server ${i + 1}`, ...(await stopAndCollectProblems(s)) });
+    for (const [i, s] of servers.entries()) ctx.servers.push({ name: `${ctx.label}, ${processes} process(es), server ${i + 1}`, ...(await stopAndCollectProblems(s)) });
     await store.cleanup();
   }
   return run;
@@ -492,12 +526,37 @@ async function answerRun(ctx: { log: (msg: string) => void; servers: OutboundRes
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// 3. Pacing with answered calls (part 1's pacingRun with ctx.holdMs)
+// ---------------------------------------------------------------------------------------------------------
+
+/** BENCH_OUT_ANSWERED: a comma list of cpsLimits (default empty: part 3 does not run). */
+function answeredCpsList(): number[] {
+  const raw = process.env.BENCH_OUT_ANSWERED?.trim() ?? '';
+  if (!raw) return [];
+  return raw.split(',').map((item) => {
+    const cps = Number(item.trim());
+    if (!Number.isInteger(cps) || cps < 1 || cps > 50) throw new Error(`BENCH_OUT_ANSWERED: ${JSON.stringify(item)} is not a cpsLimit from 1 to 50`);
+    return cps;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // The phase and its report
 // ---------------------------------------------------------------------------------------------------------
 
+/** A pacing run's progress line (parts 1 and 3). */
+function logPacing(log: (msg: string) => void, run: PacingRun): void {
+  const { cps } = run;
+  log(
+    `    achieved ${fmt(run.achievedCps, 2)}/s (${fmt(run.achievedPct, 1)}%), smallest gap ${fmt(run.minGapMs, 2)} ms, p50 ${fmt(run.p50GapMs, 2)} ms, ` +
+      `max ${run.maxInSecondWindow} in 1 s (${cps + 1} INVITEs span >= ${fmt(run.tightestSecondMs, 1)} ms), ${run.maxInIntervalWindow} in ${fmt(1000 / cps, 1)} ms; INVITEs per process ${run.perProcess.join('/')}` +
+      `${run.peakUp !== undefined ? `; up at once >= ${run.peakUp}` : ''}${run.error ? `; ERROR ${run.error.split('\n')[0]}` : ''}`,
+  );
+}
+
 /**
- * Runs both outbound measurements; every server and peer it starts is stopped before it resolves. A part that fails
- * is reported in `failure` (the other still runs); it rejects only on invalid settings.
+ * Runs the outbound measurements; every server and peer it starts is stopped before it resolves. A part that fails
+ * is reported in `failure` (the others still run); it rejects only on invalid settings.
  */
 export async function outboundPhase(opts: OutboundOptions = {}): Promise<OutboundResult> {
   const log = opts.log ?? ((msg: string) => process.stderr.write(`${msg}\n`));
@@ -507,27 +566,76 @@ export async function outboundPhase(opts: OutboundOptions = {}): Promise<Outboun
   const answerCalls = opts.answerCalls ?? intEnv('BENCH_OUT_ANSWER_CALLS', 20, 0);
   const answerConcurrency = opts.answerConcurrency ?? intEnv('BENCH_OUT_ANSWER_CONCURRENCY', 1, 1);
   const warmupCalls = 1;
-  const result: OutboundResult = { config: { cps, calls, answerCalls, answerConcurrency, warmupCalls, serverEnv: SERVER_ENV }, pacing: [], answer: null, servers: [], failure: null };
-  const ctx: PacingContext = { cps, calls, log, servers: result.servers };
+  const answeredCps = answeredCpsList();
+  const answeredCalls = process.env.BENCH_OUT_ANSWERED_CALLS ? intEnv('BENCH_OUT_ANSWERED_CALLS', 0, 2) : null;
+  const configs = pacingConfigs();
+  const result: OutboundResult = {
+    config: { cps, calls, answerCalls, answerConcurrency, warmupCalls, serverEnv: SERVER_ENV, answered: { cps: answeredCps, calls: answeredCalls, holdMs: ANSWERED_HOLD_MS } },
+    pacing: [], answer: null, answered: [], servers: [], failure: null,
+  };
+  const ctx: PacingContext = { cps, calls, label: 'pacing', log, servers: result.servers };
 
   log(`outbound pacing at cpsLimit ${cps}, ${calls} calls per run`);
-  for (const [i, config] of pacingConfigs().entries()) {
+  for (const [i, config] of configs.entries()) {
     const run = await pacingRun(ctx, config, i);
     result.pacing.push(run);
-    log(
-      `    achieved ${fmt(run.achievedCps, 2)}/s (${fmt(run.achievedPct, 1)}%), smallest gap ${fmt(run.minGapMs, 2)} ms, p50 ${fmt(run.p50GapMs, 2)} ms, ` +
-        `max ${run.maxInSecondWindow} in 1 s (${cps + 1} INVITEs span >= ${fmt(run.tightestSecondMs, 1)} ms), ${run.maxInIntervalWindow} in ${fmt(1000 / cps, 1)} ms; INVITEs per process ${run.perProcess.join('/')}${run.error ? `; ERROR ${run.error.split('\n')[0]}` : ''}`,
-    );
+    logPacing(log, run);
   }
   // BENCH_OUT_ANSWER_CALLS=0 skips it (pacing runs only).
   const a = answerCalls > 0 ? await (log('outbound answer -> first agent audio'), answerRun(ctx, answerCalls, answerConcurrency, warmupCalls)) : null;
   result.answer = a;
   if (a) log(`    200 OK -> first audio p50 ${fmt(a.answerToAudio.p50, 1)} p95 ${fmt(a.answerToAudio.p95, 1)} ms; POST -> INVITE p50 ${fmt(a.postToInvite.p50, 1)} p95 ${fmt(a.postToInvite.p95, 1)} ms (${a.measured}/${a.calls} calls)`);
 
-  const failures = [...result.pacing.filter((r) => r.error).map((r) => `pacing with ${r.processes} process(es): ${r.error}`), ...(a?.error ? [`answer -> first audio: ${a.error}`] : [])];
+  for (const answeredAt of answeredCps) {
+    const n = answeredCalls ?? Math.max(12, 4 * answeredAt);
+    log(`outbound pacing with answered calls at cpsLimit ${answeredAt}, ${n} calls per run, each held ${ANSWERED_HOLD_MS} ms`);
+    const answeredCtx: PacingContext = { ...ctx, cps: answeredAt, calls: n, holdMs: ANSWERED_HOLD_MS, label: `answered calls at cpsLimit ${answeredAt}` };
+    for (const config of configs) {
+      // Run indexes (they pick the numbers dialed) after part 1's, so that no two calls of the bench share a number.
+      const run = await pacingRun(answeredCtx, config, configs.length + result.answered.length);
+      result.answered.push(run);
+      logPacing(log, run);
+    }
+  }
+
+  const failures = [
+    ...result.pacing.filter((r) => r.error).map((r) => `pacing with ${r.processes} process(es): ${r.error}`),
+    ...(a?.error ? [`answer -> first audio: ${a.error}`] : []),
+    ...result.answered.filter((r) => r.error).map((r) => `answered calls at cpsLimit ${r.cps} with ${r.processes} process(es): ${r.error}`),
+  ];
   result.failure = failures.length ? failures.join('\n') : null;
   return result;
 }
+
+const paceWhere = (r: PacingRun) => `${r.store}, pace ${r.pace === 'redis' ? 'in Redis' : 'in process'}`;
+
+/** Each run's gaps over 1000/cps + 5 ms, when they came; a line per run that had any. */
+function printLongGaps(runs: PacingRun[], name: (r: PacingRun) => string): void {
+  for (const r of runs) {
+    if (!r.longGapsAt.length) continue;
+    const list = r.longGapsAt.map((g) => `${fmt(g.gapMs)} at ${fmt(g.atMs)}`).join(', ');
+    console.log(`  ${name(r)}: gaps over ${fmt(1000 / r.cps + GAP_ALLOWANCE_MS)} ms (ms, at ms after the first INVITE; the last POST answered at ${fmt(r.queuedAtMs)}): ${list}`);
+  }
+}
+
+/** A pacing run's goals, MET or MISSED (n/a when it logged fewer than two INVITEs). */
+function printPaceGoals(who: string, r: PacingRun): void {
+  const ran = r.invites > 1;
+  console.log(`  ${who}: achieved rate >= ${GOAL_RATE_PCT}% of the limit: ${fmt(r.achievedPct, 1)}% ${met(ran ? r.goals.ratePct : null)}`);
+  console.log(`  ${who}: smallest gap >= ${fmt(1000 / r.cps - GAP_ALLOWANCE_MS, 0)} ms: ${fmt(r.minGapMs, 2)} ms ${met(ran ? r.goals.minGap : null)}`);
+  console.log(`  ${who}: never above the limit, at most ${r.cps} INVITEs in any 1 s: ${r.maxInSecondWindow} ${met(ran ? r.goals.secondWindow : null)} (in any ${fmt(1000 / r.cps, 1)} ms: ${r.maxInIntervalWindow})`);
+}
+
+/** A pacing run's cells from 'store, pace' to 'min gap ms' (both pacing tables). */
+const rateCells = (r: PacingRun): string[] => [
+  r.pace === 'redis' ? `${r.store}, Redis` : `${r.store}, in process`,
+  `${r.invites}/${r.calls}`,
+  r.perProcess.join('/'),
+  fmt(r.queueMs),
+  fmt(r.achievedCps, 2),
+  fmt(r.achievedPct, 1),
+  fmt(r.minGapMs, 2),
+];
 
 /** Prints the phase's tables, its goals (MET/MISSED) and any server problems. */
 export function printOutbound(result: OutboundResult): void {
@@ -538,13 +646,7 @@ export function printOutbound(result: OutboundResult): void {
     ['processes', 'store, pace', 'INVITEs', 'per process', 'queued in ms', 'achieved /s', '% of limit', 'min gap ms', 'p1 gap ms', 'p50 gap ms', 'max gap ms', `gaps <${fmt(1000 / cps - GAP_ALLOWANCE_MS)}/>${fmt(1000 / cps + GAP_ALLOWANCE_MS)}`, `max in ${interval} ms`, 'max in 1 s', `${cps + 1} span ms`, 'finals'],
     result.pacing.map((r) => [
       String(r.processes),
-      r.pace === 'redis' ? `${r.store}, Redis` : `${r.store}, in process`,
-      `${r.invites}/${r.calls}`,
-      r.perProcess.join('/'),
-      fmt(r.queueMs),
-      fmt(r.achievedCps, 2),
-      fmt(r.achievedPct, 1),
-      fmt(r.minGapMs, 2),
+      ...rateCells(r),
       fmt(r.p1GapMs, 2),
       fmt(r.p50GapMs, 2),
       fmt(r.maxGapMs, 2),
@@ -556,11 +658,7 @@ export function printOutbound(result: OutboundResult): void {
     ]),
     2,
   );
-  for (const r of result.pacing) {
-    if (!r.longGapsAt.length) continue;
-    const list = r.longGapsAt.map((g) => `${fmt(g.gapMs)} at ${fmt(g.atMs)}`).join(', ');
-    console.log(`  ${r.processes} process(es) (${r.store}, pace ${r.pace === 'redis' ? 'in Redis' : 'in process'}): gaps over ${fmt(1000 / cps + GAP_ALLOWANCE_MS)} ms (ms, at ms after the first INVITE; the last POST answered at ${fmt(r.queuedAtMs)}): ${list}`);
-  }
+  printLongGaps(result.pacing, (r) => `${r.processes} process(es) (${paceWhere(r)})`);
   const a = result.answer;
   if (a) {
     printTable(
@@ -577,14 +675,34 @@ export function printOutbound(result: OutboundResult): void {
     );
     for (const e of a.errors) console.log(`  ${e.slice(0, 300)}`);
   }
-  console.log(`\nOutbound goals (cpsLimit ${cps})`);
-  for (const r of result.pacing) {
-    const ran = r.invites > 1;
-    const who = `${r.processes} process${r.processes > 1 ? 'es' : ''} (${r.store}, pace ${r.pace === 'redis' ? 'in Redis' : 'in process'})`;
-    console.log(`  ${who}: achieved rate >= ${GOAL_RATE_PCT}% of the limit: ${fmt(r.achievedPct, 1)}% ${met(ran ? r.goals.ratePct : null)}`);
-    console.log(`  ${who}: smallest gap >= ${fmt(1000 / cps - GAP_ALLOWANCE_MS, 0)} ms: ${fmt(r.minGapMs, 2)} ms ${met(ran ? r.goals.minGap : null)}`);
-    console.log(`  ${who}: never above the limit, at most ${cps} INVITEs in any 1 s: ${r.maxInSecondWindow} ${met(ran ? r.goals.secondWindow : null)} (in any ${interval} ms: ${r.maxInIntervalWindow})`);
+  const held = result.config.answered.holdMs;
+  if (result.answered.length) {
+    const env = result.config.serverEnv;
+    printTable(
+      `Outbound dialer pacing with answered calls (sipp carrier answering 200 with PCMU and hanging up ${held} ms after the ACK, the agent on the line meanwhile; ` +
+        `speech-session caps ${env.PARLEY_MAX_SPEECH_SESSIONS} per server (PARLEY_MAX_SPEECH_SESSIONS), ${env.PARLEY_MAX_SPEECH_SESSIONS_PER_KEY} per organization (PARLEY_MAX_SPEECH_SESSIONS_PER_KEY); ` +
+        `long gaps: over 1000/cpsLimit + ${GAP_ALLOWANCE_MS} ms; N+1 span: the shortest span of cpsLimit + 1 INVITEs; up at once: the most INVITEs in any ${held} ms)`,
+      ['cpsLimit', 'processes', 'store, pace', 'INVITEs', 'per process', 'queued in ms', 'achieved /s', '% of limit', 'min gap ms', 'p50 gap ms', 'max gap ms', 'long gaps', 'max in 1 s', 'N+1 span ms', 'up at once', 'finals'],
+      result.answered.map((r) => [
+        String(r.cps),
+        String(r.processes),
+        ...rateCells(r),
+        fmt(r.p50GapMs, 2),
+        fmt(r.maxGapMs, 2),
+        String(r.longGaps),
+        String(r.maxInSecondWindow),
+        fmt(r.tightestSecondMs, 1),
+        fmt(r.peakUp),
+        Object.entries(r.finals).map(([k, n]) => `${k} ${n}`).join(', '),
+      ]),
+      2,
+    );
+    printLongGaps(result.answered, (r) => `cpsLimit ${r.cps}, ${r.processes} process(es) (${paceWhere(r)})`);
   }
+  console.log(`\nOutbound goals (cpsLimit ${cps})`);
+  for (const r of result.pacing) printPaceGoals(`${r.processes} process${r.processes > 1 ? 'es' : ''} (${paceWhere(r)})`, r);
+  if (result.answered.length) console.log(`\nOutbound goals with answered calls (each held ${held} ms)`);
+  for (const r of result.answered) printPaceGoals(`cpsLimit ${r.cps}, ${r.processes} process${r.processes > 1 ? 'es' : ''} (${paceWhere(r)})`, r);
   for (const s of result.servers) {
     if (!s.problems.length && s.exit === 0) continue;
     console.log(`\nserver (${s.name}): exit code on SIGTERM ${s.exit}; ${s.problems.length} log lines at warn or above / stderr`);

@@ -149,6 +149,22 @@ export async function activateQueuedCall(db: Db | Tx, input: NewCall & { callId:
 
 /** Applies the given fields (others unchanged); false when no call has this call id. */
 export async function updateCall(db: Db | Tx, callId: string, patch: CallPatch): Promise<boolean> {
+  const result = await db.updateTable('calls').set(callSet(patch)).where('call_id', '=', callId).executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** As updateCall, only while the record is not final: false when it is (another server finished it first) or absent. */
+export async function updateOpenCall(db: Db | Tx, callId: string, patch: CallPatch): Promise<boolean> {
+  const result = await db
+    .updateTable('calls')
+    .set(callSet(patch))
+    .where('call_id', '=', callId)
+    .where('status', 'not in', [...FINAL_CALL_STATUSES])
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+function callSet(patch: CallPatch): Updateable<CallsTable> {
   const set: Updateable<CallsTable> = { updated_at: nowIso() };
   if (patch.status !== undefined) set.status = patch.status;
   if (patch.transcript !== undefined) set.transcript = JSON.stringify(patch.transcript);
@@ -160,8 +176,7 @@ export async function updateCall(db: Db | Tx, callId: string, patch: CallPatch):
   if (patch.durationS !== undefined) set.duration_s = patch.durationS;
   if (patch.recordingMono !== undefined) set.recording_mono = patch.recordingMono;
   if (patch.recordingDual !== undefined) set.recording_dual = patch.recordingDual;
-  const result = await db.updateTable('calls').set(set).where('call_id', '=', callId).executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+  return set;
 }
 
 export async function loadCall(db: Db, actor: Actor, callId: string): Promise<CallRow> {

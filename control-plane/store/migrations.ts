@@ -613,6 +613,23 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable('audiences').addColumn('pending_since', 'text').execute();
     },
   },
+  '0020_live_calls': {
+    async up(db: Kysely<any>) {
+      // The calls that are up, each with the server holding it and when it last said so; a phone call also keeps its
+      // SIP dialog, so that a call whose server died can be hung up (BYE) by another (transports/calls/live-calls.ts).
+      await db.schema
+        .createTable('live_calls')
+        .addColumn('call_id', 'text', (c) => c.primaryKey())
+        .addColumn('org_id', 'text', (c) => c.notNull())
+        .addColumn('owner', 'text', (c) => c.notNull())
+        .addColumn('renewed_at', 'text', (c) => c.notNull())
+        .addColumn('sip_dialog', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('live_calls_owner').on('live_calls').columns(['owner']).execute();
+      await db.schema.createIndex('live_calls_renewed').on('live_calls').columns(['renewed_at']).execute();
+    },
+  },
 };
 
 export const migrationProvider: MigrationProvider = {

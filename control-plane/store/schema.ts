@@ -525,6 +525,21 @@ export interface DncEntriesTable {
   created_at: string;
 }
 
+/**
+ * A call that is up on some server (migration 0020): its holder renews `renewed_at` while it runs; a row not renewed
+ * for the lease belongs to a server that stopped, and whoever is alive ends the call (transports/calls/live-calls.ts).
+ */
+export interface LiveCallsTable {
+  call_id: string;
+  org_id: string;
+  /** The server holding the call (its process name). */
+  owner: string;
+  renewed_at: string;
+  /** A phone call's SIP dialog (JSON, telephony/sip/dialog.ts DialogSnapshot): where the BYE goes when it is ended for a stopped server; null for web and chat calls. */
+  sip_dialog: string | null;
+  created_at: string;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;
@@ -557,4 +572,5 @@ export interface Database {
   browser_sessions: BrowserSessionsTable;
   recording_objects: RecordingObjectsTable;
   dnc_entries: DncEntriesTable;
+  live_calls: LiveCallsTable;
 }

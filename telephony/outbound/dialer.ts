@@ -37,6 +37,7 @@ import type { SipTrunksTable } from '../../control-plane/store/schema.js';
 import { aheadMs, intervalMs, staleMs, until, type Pacer, type Slot } from './pacer.js';
 import type { LoopReservation, LoopReservations } from '../../transports/http/loop-reservations.js';
 import type { CallTransfers } from '../transfer.js';
+import type { LiveCalls } from '../../transports/calls/live-calls.js';
 
 export interface DialerDeps {
   db: Db;
@@ -63,6 +64,8 @@ export interface DialerDeps {
   transfers?: CallTransfers;
   /** Each INVITE's slot is reserved here, so that the HTTP server starts no request right before it. */
   reservations?: LoopReservations;
+  /** Answered calls are noted here with their dialog, so that another server hangs them up if this one dies. */
+  live?: LiveCalls;
 }
 
 /** How far ahead of real time the agent's audio goes to the media leg (as for inbound calls). */
@@ -549,6 +552,7 @@ export class OutboundDialer {
         return;
       }
       this.held.delete(callId);
+      await this.deps.live?.hold(callId, row.org_id, dialog.snapshot());
       const accepted = acceptAnswer(dialog.remoteSdp, p.offer);
       if (!accepted.ok) {
         // Refused (a media address we never send to, more than SDP_LIMITS, no codec or key we offered): BYE below.
@@ -564,7 +568,10 @@ export class OutboundDialer {
       this.calls.add(answered);
       // Its end frees a place under the organization's (and the server's) call cap: calls held back by the cap are
       // claimed now, not at the next poll (a lane that found its organization capped stopped; the poll is 500 ms).
-      void answered.done.then(() => this.calls.delete(answered));
+      void answered.done.then(() => {
+        this.calls.delete(answered);
+        return this.deps.live?.release(callId);
+      });
       void answered.lineClosed.then(() => {
         if (!this.stopped) this.wake();
       });
@@ -595,6 +602,7 @@ export class OutboundDialer {
           transfer: transfers ? (req) => answered.transfer(req) : undefined,
           // The trunk's RNNoise ran on the leg already: the agent's denoisingConfig does not run it twice.
           inputDenoised: Boolean(p.trunk?.noise_suppression),
+          lineHeld: Boolean(this.deps.live),
         },
         (e) => answered.onEvent(e),
       );
@@ -613,6 +621,8 @@ export class OutboundDialer {
         else lease.release();
         logger.error({ callId, err: message }, 'outbound call answered, but it could not go on');
         await this.record(row, { status: 'failed', reason: err instanceof DialFailure ? err.message : 'agent_unavailable' });
+        if (phone) await phone.done;
+        await this.deps.live?.release(callId);
         return;
       }
       lease.release();

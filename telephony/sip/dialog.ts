@@ -22,6 +22,18 @@ export interface DestroyOptions {
   headers?: SipHeaderMap;
 }
 
+/**
+ * What a dialog needs to be hung up by another process: kept in the store while the call is up, so that when its
+ * server dies another (or the same one, restarted) can send the BYE (byeFromSnapshot). JSON as it is.
+ */
+export type DialogSnapshot = Omit<DialogInit, 'localSdp' | 'remoteSdp' | 'remoteSeq' | 'checkSdp'>;
+
+/**
+ * CSeq numbers a dialog's snapshot leaves for the in-dialog requests sent after it was taken (REFER, INFO, UPDATE):
+ * a BYE from the snapshot is numbered above them, as RFC 3261 §12.2.1.1 asks (higher than any request before it).
+ */
+const SNAPSHOT_SEQ_MARGIN = 1000;
+
 /** Judges an SDP the peer sends inside a dialog: null when it may be taken, else the final status to refuse it with and why. */
 export type SdpCheck = (sdp: string) => { status: number; reason: string } | null;
 
@@ -115,6 +127,22 @@ export class Dialog {
     this.localSeq = init.localSeq;
     this.remoteSeq = init.remoteSeq;
     this.checkSdp = init.checkSdp;
+  }
+
+  /** The dialog's identity and route, for a BYE sent by another process if this one dies (byeFromSnapshot). */
+  snapshot(): DialogSnapshot {
+    return {
+      direction: this.direction,
+      callId: this.callId,
+      localTag: this.localTag,
+      remoteTag: this.remoteTag,
+      local: this.local,
+      remote: this.remote,
+      remoteTarget: this.remoteTargetWire,
+      routes: this.routes,
+      source: this.source,
+      localSeq: this.localSeq,
+    };
   }
 
   /** The peer's address of record (the caller's From URI for a UAS, the callee's To URI for a UAC). */
@@ -330,6 +358,15 @@ export class Dialog {
   private target(): SipTarget | undefined {
     return this.source.transport === 'tcp' && this.stack.hasConnection(this.source) ? { ...this.source } : undefined;
   }
+}
+
+/**
+ * Hangs up a dialog another process held (its server stopped): a BYE from the snapshot, through this stack, with
+ * `headers` (e.g. Reason). Resolves when it is answered or timed out; a dialog the peer already ended answers 481.
+ */
+export function byeFromSnapshot(stack: SipStack, snap: DialogSnapshot, headers?: SipHeaderMap): Promise<void> {
+  const dialog = new Dialog(stack, { ...snap, localSeq: snap.localSeq + SNAPSHOT_SEQ_MARGIN, localSdp: '', remoteSdp: '' });
+  return dialog.destroy({ reason: 'server_stopped', headers });
 }
 
 /** Record-Route entries as route set entries, in order. */

@@ -1,6 +1,6 @@
 // The SIP signalling leg's public API: the stack (middleware per method), dialogs, digest, and the message types.
 export { SipStack, type SipStackOptions, type SipHandler, type SipNext, type SipTarget } from './stack.js';
-export { Dialog, createUAS, type DialogDestroyInfo, type DestroyOptions, type UasOptions } from './dialog.js';
+export { Dialog, byeFromSnapshot, createUAS, type DialogDestroyInfo, type DialogSnapshot, type DestroyOptions, type UasOptions } from './dialog.js';
 export { createUAC, type UacOptions } from './uac.js';
 export type { SipRequestOptions } from './request.js';
 export { challenge, verify, authorize, NONCE_TTL_MS, type DigestCredentials, type DigestClientCredentials, type DigestVerdict } from './digest.js';

@@ -2,7 +2,7 @@
 // analytics-completed; each queued in the same transaction as the call change it reports (the outbox), so a crash
 // loses none, and delivered in that order by the webhook dispatcher.
 import type { Db, Tx } from '../../control-plane/store/db.js';
-import { updateCall, type CallPatch, type CallStatus, type CallType, type TranscriptEntry } from '../../control-plane/calls/calls.js';
+import { updateCall, updateOpenCall, type CallPatch, type CallStatus, type CallType, type TranscriptEntry } from '../../control-plane/calls/calls.js';
 import { clearTurns } from '../../control-plane/calls/turns.js';
 import { recordingIdentifier } from '../../control-plane/recordings/object-store.js';
 import { enqueueEvent } from '../../control-plane/webhooks/outbox.js';
@@ -65,8 +65,12 @@ export class CallEvents {
     this.notifyIf(queued);
   }
 
-  /** Writes the final record with post-conversation, then computes analytics and queues analytics-completed. */
-  async end(patch: CallPatch, end: CallEnd): Promise<void> {
+  /**
+   * Writes the final record with post-conversation, then computes analytics and queues analytics-completed. With
+   * `ifOpen`, only a record that is not final yet (a call ended for a stopped server, which may have finished it
+   * itself): false, and nothing queued, when it was.
+   */
+  async end(patch: CallPatch, end: CallEnd, opts: { ifOpen?: boolean } = {}): Promise<boolean> {
     const callData = {
       fromNumber: this.info.fromNumber ?? '',
       toNumber: this.info.toNumber ?? '',
@@ -81,7 +85,9 @@ export class CallEvents {
     };
     const transcript = end.transcript.map((t) => ({ role: t.role, content: t.content, timestamp: t.timestamp }));
     const ended = await this.db.transaction().execute(async (tx) => {
-      await updateCall(tx, this.info.callId, patch);
+      if (opts.ifOpen) {
+        if (!(await updateOpenCall(tx, this.info.callId, patch))) return null;
+      } else await updateCall(tx, this.info.callId, patch);
       // The record now holds the whole transcript: the per-turn rows of the running call go.
       if (patch.transcript) await clearTurns(tx, this.info.callId);
       return this.queue(tx, 'post-conversation', {
@@ -92,6 +98,7 @@ export class CallEvents {
         variables: end.variables,
       });
     });
+    if (ended === null) return false;
     this.notifyIf(ended);
 
     const analytics = await end.analyze();
@@ -104,5 +111,6 @@ export class CallEvents {
       });
     });
     this.notifyIf(analyzed);
+    return true;
   }
 }

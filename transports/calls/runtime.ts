@@ -4,7 +4,9 @@ import type { Logger } from 'pino';
 import type { Db } from '../../control-plane/store/db.js';
 import { pinnedTarget, resolveCallConfig, type ResolvedCallConfig } from '../../control-plane/calls/call-config.js';
 import { CallRecordWriter } from './record-writer.js';
-import { activateQueuedCall, createCall, newCallId, type CallMode, type CallType, type TranscriptEntry } from '../../control-plane/calls/calls.js';
+import { activateQueuedCall, createCall, FINAL_CALL_STATUSES, newCallId, type CallMetrics, type CallMode, type CallType, type TranscriptEntry } from '../../control-plane/calls/calls.js';
+import { loadTurns } from '../../control-plane/calls/turns.js';
+import type { LiveCalls } from './live-calls.js';
 import type { SecretVault } from '../../control-plane/secrets/vault.js';
 import { AgentSession, type SessionEvent, type TransferOutcome, type TransferRequest } from '../../engine/agent/session.js';
 import type { Brain, BrainEvent, LlmEndpoint, Vars } from '../../engine/agent/types.js';
@@ -40,6 +42,8 @@ export interface CallRuntimeDeps {
   allowPrivateEgress: boolean;
   /** Wakes the webhook dispatcher after events were queued. */
   notifyWebhooks(): void;
+  /** The calls up on this server, in the store (ended by another server if this one dies). */
+  live?: LiveCalls;
 }
 
 export interface StartCall {
@@ -73,6 +77,8 @@ export interface StartCall {
    * nothing) and hangs up; it ends with the verdict (`voicemail`, `ivr`) as its reason.
    */
   leaveMessage?: string;
+  /** The transport keeps the call's live row (a phone call, from its answer, with its dialog): the runtime does not. */
+  lineHeld?: boolean;
 }
 
 export interface RunningCall {
@@ -210,6 +216,7 @@ export class CallRuntime {
       if (!call.queued) await createCall(tx, record);
       else if (!(await activateQueuedCall(tx, record))) throw new Error(`call ${callId} is no longer waiting to start`);
     });
+    if (!call.lineHeld) await this.deps.live?.hold(callId, orgId);
     metrics.opened(call.mode);
     const recorder = call.mode === 'webcall' ? new CallRecorder(call.outputRate) : null;
     const privacy = redaction ? new CallPrivacy(redaction, { transcript: () => session.transcript, entryChanged: (index) => writer.entryChanged(index) }) : null;
@@ -296,6 +303,7 @@ export class CallRuntime {
                 ),
               )
               .catch((err: unknown) => logger.error({ err: err instanceof Error ? err.message : String(err), callId }, 'could not finish the call record'))
+              .then(() => (call.lineHeld ? undefined : this.deps.live?.release(callId)))
               .then(resolveFinished);
             break;
           }
@@ -381,6 +389,57 @@ export class CallRuntime {
       { startedAt, endedAt: startedAt, answered: false, transcript: [], variables, analyze: async () => deterministicAnalytics(analyticsConfig, [], outcome.reason) },
     );
     return callId;
+  }
+
+  /**
+   * Ends the record of a call whose server stopped while it was up (transports/calls/live-calls.ts): `failed`, reason
+   * `server_stopped`, ended when it was last known up, with the transcript its turns had written, and its
+   * post-conversation and analytics-completed events, once (false, and nothing written, when the record was final
+   * already or never created).
+   */
+  async closeAbandoned(callId: string, lastSeen: Date): Promise<boolean> {
+    const { db } = this.deps;
+    const row = await db.selectFrom('calls').selectAll().where('call_id', '=', callId).executeTakeFirst();
+    if (!row || FINAL_CALL_STATUSES.has(row.status)) return false;
+    const startedAt = new Date(row.started_at);
+    const endedAt = new Date(Math.max(startedAt.getTime(), lastSeen.getTime()));
+    // Every call with a live row was answered; one not yet activated (an outbound call's voicemail detection) has no
+    // conversation, and its start time is still its queueing.
+    const talking = row.status === 'in_progress';
+    const transcript = talking ? await loadTurns(db, callId) : [];
+    const variables = JSON.parse(row.variables) as Vars;
+    const metrics = row.metrics ? (JSON.parse(row.metrics) as CallMetrics) : { turns: [] };
+    const events = new CallEvents(db, this.deps.notifyWebhooks, {
+      orgId: row.org_id,
+      agentId: row.agent_id,
+      callId,
+      conversationType: CONVERSATION_TYPE[row.type as CallType],
+      fromNumber: row.from_number,
+      toNumber: row.to_number,
+      callType: row.type as CallType,
+    });
+    const resolved = await pinnedTarget(db, row.revision_id)
+      .then((target) => resolveCallConfig(db, { orgId: row.org_id, name: 'telephony' }, row.agent_id, target))
+      .catch(() => null);
+    return events.end(
+      {
+        status: 'failed',
+        endReason: 'server_stopped',
+        endedAt: endedAt.toISOString(),
+        durationS: talking ? Math.round((endedAt.getTime() - startedAt.getTime()) / 100) / 10 : 0,
+        transcript,
+        variables,
+        metrics: { ...metrics, processedAt: new Date().toISOString() },
+      },
+      {
+        startedAt,
+        endedAt,
+        transcript,
+        variables,
+        analyze: () => (resolved ? this.analyze(row.org_id, resolved.config, transcript, 'server_stopped') : Promise.resolve(deterministicAnalytics(undefined, transcript, 'server_stopped'))),
+      },
+      { ifOpen: true },
+    );
   }
 
   /** Post-call analytics: by the agent's language model (its model block, else the server default) when there is one. */
