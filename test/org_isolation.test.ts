@@ -102,5 +102,15 @@ describe('organization isolation', () => {
     const campaign = await server.request('POST', `${A}/campaign`, { body: { name: 'x', agentId: theirAgent, audienceId: 'ffffffffffffffffffffffff', fromNumbers: ['+15550770001'] } });
     expect(campaign.status, campaign.text).toBe(400);
     expect(campaign.text).toMatch(new RegExp(`agentId: ${theirAgent} is not an agent of your organization`));
+    // An outbound call on another organization's agent: that agent's 403, as on every agent route.
+    const outbound = await server.request('POST', `${A}/conversation/outbound`, { body: { agentId: theirAgent, phoneNumber: '+15550770003', fromNumber: '+15550770001' } });
+    expect(outbound.status, outbound.text).toBe(403);
+    expect(outbound.body.errors).toEqual(['This API key has no access to this agent']);
+    // Answering another organization's inbound trunk: 404 like an unknown source (the wire's "404 unknown source").
+    const theirTrunk = await created(server, '/sip-trunk/inbound', { name: 'Theirs', numbers: ['+15550770004'] }, other);
+    const answers = await server.request('POST', `${A}/agent/${mine}/answers`, { body: { sourceKind: 'sipTrunk', sourceId: theirTrunk._id } });
+    const unknown = await server.request('POST', `${A}/agent/${mine}/answers`, { body: { sourceKind: 'sipTrunk', sourceId: 'ffffffffffffffffffffffff' } });
+    expect([answers.status, answers.body]).toEqual([unknown.status, unknown.body]);
+    expect(answers.status).toBe(404);
   }, 60_000);
 });

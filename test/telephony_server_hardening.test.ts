@@ -205,7 +205,11 @@ describe.each(mediaDialects())('telephony hardening on %s', (dialect) => {
     const branchOf = (m: { headers: Record<string, string | undefined> }) => /branch=([^;]+)/.exec(m.headers.via ?? '')?.[1];
     const finals = () => peer.received.filter((m) => (m.status as number) >= 200);
     const answeredBranches = () => new Set(finals().map(branchOf));
-    for (let i = 0; i < 200 && answeredBranches().size < branches.length; i++) await sleep(50);
+    // Answers still coming in (a datagram the kernel dropped never gets one): wait until none came for half a second.
+    for (let seen = -1; answeredBranches().size !== seen && answeredBranches().size < branches.length; ) {
+      seen = answeredBranches().size;
+      await sleep(500);
+    }
     polling = false;
     await poll;
     // Whatever the kernel's socket buffers kept is answered, and only with 404 (never a 5xx, never an answer); at this
