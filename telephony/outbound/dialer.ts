@@ -621,8 +621,8 @@ export class OutboundDialer {
         else lease.release();
         logger.error({ callId, err: message }, 'outbound call answered, but it could not go on');
         await this.record(row, { status: 'failed', reason: err instanceof DialFailure ? err.message : 'agent_unavailable' });
-        if (phone) await phone.done;
-        await this.deps.live?.release(callId);
+        // A PhoneCall gives its row back once done; a call refused before one existed gives it back here.
+        if (!phone) await this.deps.live?.release(callId);
         return;
       }
       lease.release();

@@ -42,10 +42,6 @@ export class LiveCalls {
 
   constructor(private readonly deps: LiveCallsDeps) {}
 
-  get owner(): string {
-    return this.deps.owner;
-  }
-
   /**
    * Notes that this server holds the call (a phone call with its dialog, for the BYE). A store that cannot take it
    * leaves the call running, logged: it would not be ended for us if we died.

@@ -6,6 +6,7 @@ import { pinnedTarget, resolveCallConfig, type ResolvedCallConfig } from '../../
 import { CallRecordWriter } from './record-writer.js';
 import { activateQueuedCall, createCall, FINAL_CALL_STATUSES, newCallId, type CallMetrics, type CallMode, type CallType, type TranscriptEntry } from '../../control-plane/calls/calls.js';
 import { loadTurns } from '../../control-plane/calls/turns.js';
+import { parseJson } from '../../control-plane/agents/records.js';
 import type { LiveCalls } from './live-calls.js';
 import type { SecretVault } from '../../control-plane/secrets/vault.js';
 import { AgentSession, type SessionEvent, type TransferOutcome, type TransferRequest } from '../../engine/agent/session.js';
@@ -360,10 +361,7 @@ export class CallRuntime {
       callType: call.type,
     });
     const startedAt = new Date();
-    // The agent's configuration as the call would have run it; an agent deleted or archived since leaves its defaults out.
-    const resolved = await pinnedTarget(this.deps.db, call.revisionId ?? null)
-      .then((target) => resolveCallConfig(this.deps.db, { orgId: call.orgId, name: 'telephony' }, call.agentId, target))
-      .catch(() => null);
+    const resolved = await this.configAsRun(call.orgId, call.agentId, call.revisionId ?? null);
     const spec = resolved ? agentSpec(call.agentId, resolved.workflowType, resolved.config, this.deps.registry) : null;
     const variables = callVariables(
       spec?.defaultVariables ?? {},
@@ -408,7 +406,7 @@ export class CallRuntime {
     const talking = row.status === 'in_progress';
     const transcript = talking ? await loadTurns(db, callId) : [];
     const variables = JSON.parse(row.variables) as Vars;
-    const metrics = row.metrics ? (JSON.parse(row.metrics) as CallMetrics) : { turns: [] };
+    const metrics = parseJson<CallMetrics>(row.metrics) ?? { turns: [] };
     const events = new CallEvents(db, this.deps.notifyWebhooks, {
       orgId: row.org_id,
       agentId: row.agent_id,
@@ -418,9 +416,7 @@ export class CallRuntime {
       toNumber: row.to_number,
       callType: row.type as CallType,
     });
-    const resolved = await pinnedTarget(db, row.revision_id)
-      .then((target) => resolveCallConfig(db, { orgId: row.org_id, name: 'telephony' }, row.agent_id, target))
-      .catch(() => null);
+    const resolved = await this.configAsRun(row.org_id, row.agent_id, row.revision_id);
     return events.end(
       {
         status: 'failed',
@@ -440,6 +436,13 @@ export class CallRuntime {
       },
       { ifOpen: true },
     );
+  }
+
+  /** The agent's configuration as a call of it runs (its pinned revision, or live); null for an agent deleted or archived since. */
+  private configAsRun(orgId: string, agentId: string, revisionId: string | null): Promise<ResolvedCallConfig | null> {
+    return pinnedTarget(this.deps.db, revisionId)
+      .then((target) => resolveCallConfig(this.deps.db, { orgId, name: 'telephony' }, agentId, target))
+      .catch(() => null);
   }
 
   /** Post-call analytics: by the agent's language model (its model block, else the server default) when there is one. */
