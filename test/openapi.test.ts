@@ -14,6 +14,7 @@ import { ZodType } from 'zod';
 import { CHROMIUM, launchBrowser, screenshotDeviation } from './support/browser.js';
 import { testDialects } from './support/server.js';
 import { serverForSuite } from './support/suite.js';
+import { agentWithMain, commit } from './support/agents.js';
 import { startApp, type RunningApp } from '../server/app.js';
 import { loadSettings } from '../server/settings.js';
 import { buildOpenApi } from '../transports/http/openapi.js';
@@ -216,6 +217,20 @@ describe.each(testDialects())('OpenAPI document and reference (%s)', (dialect) =
     await fetch(`${base}/atoms/v1/no-such-route`);
     expect(await unmatchedCount(base)).toBe(before + 1);
   }, 120_000);
+
+  it('publish and restore answer the success statuses the document lists (200 committed, 202 scanning), not 201', async () => {
+    const documented = (path: string) => Object.keys((doc.paths[path]?.post as any).responses).filter((s) => /^2\d\d$/.test(s));
+    const publishPath = '/atoms/v1/agent/{id}/branches/{branchId}/draft/publish';
+    const restorePath = '/atoms/v1/agent/{id}/branches/{branchId}/revisions/{revisionId}/restore';
+    expect(documented(publishPath)).toEqual(['200', '202']);
+    expect(documented(restorePath)).toEqual(['200', '202']);
+    const { agent, main } = await agentWithMain(suite.server);
+    const revision = await commit(suite.server, agent, main, { prompt: 'Answer briefly.' }, 'one');
+    await commit(suite.server, agent, main, { prompt: 'Answer very briefly.' }, 'two');
+    const restored = await suite.server.request('POST', `/atoms/v1/agent/${agent}/branches/${main}/revisions/${revision._id}/restore`);
+    expect(documented(restorePath), restored.text).toContain(String(restored.status));
+    // commit() asserted publish's 200 (committed), which the document lists.
+  });
 
   it('serves the reference page with local assets only, each loading', async () => {
     const res = await fetch(`${suite.server.base}/reference`);

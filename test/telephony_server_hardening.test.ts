@@ -1,7 +1,7 @@
 // Telephony hardening against the whole server process: malformed SIP (named cases, then thousands of fuzzed datagrams
 // and TCP streams) gets only 4xx answers and never a 2xx for a broken INVITE, and leaves the process up, healthy, free
 // of error logs and still answering calls; an unrouted caller is challenged only where a credentialed extension-only
-// trunk would take it; a trunk's maxCallDurationSecs ends a call with our BYE.
+// trunk would take it. The call timers (maxCallDurationSecs, the media timeout) are in telephony_call_timers.
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { sleep, mediaDialects, type TestServer } from './support/server.js';
 import { STACK_HOST, RawSipPeer, newBranch, rawRequest } from './support/sip-peers.js';
@@ -228,51 +228,4 @@ describe.each(mediaDialects())('telephony hardening on %s', (dialect) => {
     expect(call.final.status, call.final.text).toBe(200);
     expect(await caller.bye(call)).toBe(200);
   });
-
-  it.skipIf(dialect !== 'sqlite')('maxCallDurationSecs: the server hangs up a call still up after 60 s with a BYE, and records max_duration', async () => {
-    // The caller stays silent: idle reprompts must not end the call before the maximum duration does.
-    const agent = await server.request('POST', `${A}/agent`, {
-      body: {
-        name: 'Patient line',
-        workflowType: 'workflow_graph',
-        workflowGraph: { nodes: [{ id: 'a', type: 'say', text: 'Hello, take your time.' }], edges: [] },
-        llmIdleTimeoutConfig: { telephonyTimeoutTimeInSecs: 300 },
-      },
-    });
-    expect(agent.status, agent.text).toBe(201);
-    await answeredTrunk(server, agent.body.data as string, { numbers: ['+15550600002'], maxCallDurationSecs: 60 });
-    const caller = await RawCaller.open({ host: STACK_HOST, port: server.sipPort });
-    peers.push(caller);
-    const call = await caller.invite({ to: '+15550600002' });
-    expect(call.final.status, call.final.text).toBe(200);
-    const stopRtp = caller.sendRtp(call); // a live line: the media timeout (5 s here) must not end it first
-    const bye = await caller.awaitBye(call, 75_000).finally(stopRtp);
-    const after = bye.at - call.final.at;
-    expect(after).toBeGreaterThanOrEqual(59_000);
-    expect(after).toBeLessThan(70_000);
-    const [latest] = await phoneCalls(server);
-    const record = await endedCall(server, latest!.callId);
-    expect(record).toMatchObject({ type: 'telephony_inbound', to: '+15550600002', status: 'completed', endReason: 'max_duration', callFailureReason: null });
-    // Measured from the agent session's start, a moment after the timer started.
-    expect(record.duration).toBeGreaterThanOrEqual(58);
-    expect(record.duration).toBeLessThan(70);
-  }, 100_000);
-
-  it('hangs up a caller that sends no RTP for PARLEY_RTP_TIMEOUT_SECS with a BYE, and records media_timeout', async () => {
-    await answeredTrunk(server, agentId, { numbers: ['+15550600003'] });
-    const caller = await RawCaller.open({ host: STACK_HOST, port: server.sipPort });
-    peers.push(caller);
-    const call = await caller.invite({ to: '+15550600003' });
-    expect(call.final.status, call.final.text).toBe(200);
-    // Packets for 2 s, then the line goes dead: the BYE comes 5 s after the last packet.
-    const stopRtp = caller.sendRtp(call, 200);
-    await sleep(2000);
-    stopRtp();
-    const silentFrom = Date.now();
-    const bye = await caller.awaitBye(call, 15_000);
-    expect(bye.at - silentFrom).toBeGreaterThanOrEqual(4500);
-    expect(bye.at - silentFrom).toBeLessThan(8000);
-    const [latest] = await phoneCalls(server);
-    expect(await endedCall(server, latest!.callId)).toMatchObject({ to: '+15550600003', status: 'completed', endReason: 'media_timeout' });
-  }, 30_000);
 });

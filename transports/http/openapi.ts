@@ -149,7 +149,7 @@ function operation(route: RouteRecord): Json {
     success.content = { [res.contentType ?? 'application/json']: { schema } };
   }
   const error = { $ref: `#/components/responses/${errorComponent(route)}` };
-  op.responses = { [status]: success, '4XX': error, '5XX': error };
+  op.responses = { [status]: success, ...Object.fromEntries((res.also ?? []).map((s) => [String(s), success])), '4XX': error, '5XX': error };
   op.security = securityOf(route);
   if (route.websocket) op['x-websocket'] = true;
   return op;

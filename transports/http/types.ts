@@ -102,7 +102,8 @@ export interface RouteDoc {
     description?: string;
   };
   /** The success answer; default 200, the `{status: true, data}` envelope on agent-platform routes. */
-  response?: { status?: number; description?: string; schema?: DocSchema; contentType?: string };
+  /** `status`: the usual success; `also`: other success statuses the route answers with the same body schema (202). */
+  response?: { status?: number; also?: number[]; description?: string; schema?: DocSchema; contentType?: string };
   deprecated?: boolean;
 }
 
