@@ -223,7 +223,7 @@ async function finishBatch(
   };
 }
 
-/** Metadata of a synthetic call's three events, shaped as transports/calls/events.ts makes them. */
+/** Metadata of a synthetic call's three events, shaped as calls/events.ts makes them. */
 function syntheticEvents(orgId: string, agentId: string, callId: string): CallEvent[] {
   const base = (eventType: string) => ({ agentId, eventType, conversationType: 'webcall', callId });
   const now = new Date();

@@ -38,13 +38,13 @@ import { secretRoutes } from '../transports/routes/secrets.js';
 import { toolRoutes } from '../transports/routes/tools.js';
 import { conversationRoutes } from '../transports/routes/conversations.js';
 import { promptScoringRoutes } from '../transports/routes/prompt-scoring.js';
-import { AgentMetrics } from '../transports/calls/agent-metrics.js';
+import { AgentMetrics } from '../calls/agent-metrics.js';
 import { TelephonyMetrics } from '../telephony/metrics.js';
-import { CallRuntime } from '../transports/calls/runtime.js';
+import { CallRuntime } from '../calls/runtime.js';
 import { openObjectStore } from '../control-plane/recordings/open.js';
 import { recordingRoutes } from '../transports/routes/recordings.js';
 import { agentConnectSocket } from '../transports/ws/agent-connect.js';
-import { SessionLimits } from '../transports/ws/session-limits.js';
+import { SessionLimits } from '../calls/session-limits.js';
 import { SipStack } from '../telephony/sip/stack.js';
 import { InboundCalls } from '../telephony/inbound.js';
 import { PortAllocator } from '../telephony/media/ports.js';
@@ -59,8 +59,8 @@ import { setConfigEgressPolicy } from '../control-plane/agents/config-schema.js'
 import { outboundRoutes, testCallQueue, type OutboundRouteDeps } from '../transports/routes/outbound.js';
 import { campaignRoutes } from '../transports/routes/campaigns.js';
 import { useNonceSecret } from '../telephony/sip/digest.js';
-import { byeFromSnapshot } from '../telephony/sip/dialog.js';
-import { LiveCalls } from '../transports/calls/live-calls.js';
+import { byeFromSnapshot, type DialogSnapshot } from '../telephony/sip/dialog.js';
+import { LiveCalls } from '../calls/live-calls.js';
 import { CampaignRunner } from '../control-plane/campaigns/runner.js';
 import { audienceRoutes } from '../transports/routes/audiences.js';
 import { sweepAbandonedUploads } from '../control-plane/campaigns/audience-removal.js';
@@ -247,7 +247,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   // Calls a stopped server left up: hung up (when this server has a SIP leg) and their records ended.
   live.start({
     closeRecord: (callId, lastSeen) => runtime.closeAbandoned(callId, lastSeen),
-    hangUp: sip ? (dialog) => byeFromSnapshot(sip, dialog, { Reason: 'SIP;cause=503;text="server stopped"' }) : undefined,
+    hangUp: sip ? (dialog) => byeFromSnapshot(sip, dialog as DialogSnapshot, { Reason: 'SIP;cause=503;text="server stopped"' }) : undefined,
   });
   if (sip) logger.info({ sipPort: sip.port, host: sip.host, publicAddress: sip.publicAddress }, 'sip listening');
   const port = await server.listen(settings.host, settings.port);

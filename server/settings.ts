@@ -9,7 +9,10 @@ import { DEFAULT_RTP_SENDERS, DEFAULT_SEND_LEAD_MS } from '../telephony/media/se
 import { DEFAULT_MEDIA_PRIORITY, MEDIA_PRIORITIES, type MediaPriority } from '../telephony/media/priority.js';
 import { TRANSPORTS, parseCarrierAddress, validateAddressList, type Transport } from '../control-plane/telephony/validation.js';
 import { parseReworkDate } from '../control-plane/telephony/window.js';
+import type { CarrierSettings } from '../control-plane/telephony/carrier.js';
 import { RECORDING_STORES, type RecordingStoreKind } from '../control-plane/recordings/object-store.js';
+
+export type { CarrierSettings };
 
 export interface Settings {
   host: string;
@@ -97,21 +100,6 @@ export interface Settings {
   recordingStore?: RecordingStoreKind;
   /** How long one minute of a campaign's `retryDelay` lasts (PARLEY_CAMPAIGN_MINUTE_MS, 60000; tests and dry runs shorten it). */
   campaignMinuteMs: number;
-}
-
-export interface CarrierSettings {
-  /** Provider name shown on platform numbers (and the numbers CLI's default `--provider`). */
-  name: string;
-  /** `host[:port]` the platform dials out through; undefined: not configured. */
-  address?: string;
-  transport: Transport;
-  /** Outbound calls per second towards the carrier. */
-  cps: number;
-  /** IPs/CIDRs the carrier sends calls from; empty: any. */
-  allowedAddresses: string[];
-  /** Digest credentials, both ways, when set. */
-  username?: string;
-  password?: string;
 }
 
 function scheduler(value: string | undefined): InferenceScheduler {

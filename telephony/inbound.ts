@@ -6,9 +6,9 @@ import type { Db } from '../control-plane/store/db.js';
 import { resolveInbound, trunkPassword, addressAllowed, type InboundTrunk } from '../control-plane/telephony/routing.js';
 import type { WebhookSecretBox } from '../control-plane/webhooks/secret-box.js';
 import { resolveCallConfig } from '../control-plane/calls/call-config.js';
-import type { CallRuntime } from '../transports/calls/runtime.js';
-import type { SessionLimits } from '../transports/ws/session-limits.js';
-import type { CarrierSettings } from '../server/settings.js';
+import type { CallRuntime } from '../calls/runtime.js';
+import type { SessionLimits } from '../calls/session-limits.js';
+import type { CarrierSettings } from '../control-plane/telephony/carrier.js';
 import { ApiError } from '../control-plane/errors.js';
 import { challenge, verify } from './sip/digest.js';
 import type { SipRequest, SipResponse } from './sip/message.js';
@@ -19,7 +19,7 @@ import { PhoneCall } from './phone-call.js';
 import type { TelephonyMetrics } from './metrics.js';
 import type { CallTransfers } from './transfer.js';
 import { LocalDigestGuard, type DigestAttempt, type DigestGuard, type GuardScope } from './digest-guard.js';
-import type { LiveCalls } from '../transports/calls/live-calls.js';
+import type { LiveCalls } from '../calls/live-calls.js';
 
 export interface InboundDeps {
   db: Db;

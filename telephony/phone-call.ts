@@ -4,7 +4,7 @@
 // second call outlives the agent session: the line (its lease, RTP leg) stays up until the bridge ends, and the call's
 // recording goes on through the transfer (hold sound, handoffs, both sides of the bridge) until it ends.
 import type { Logger } from 'pino';
-import type { RunningCall } from '../transports/calls/runtime.js';
+import type { RunningCall } from '../calls/runtime.js';
 import type { SessionEvent, TransferOutcome, TransferRequest } from '../engine/agent/session.js';
 import { decodeLinear16, floatToInt16 } from '../engine/audio/pcm.js';
 import { KeypadCollector } from '../engine/agent/keypad.js';
@@ -12,7 +12,7 @@ import type { Dialog } from './sip/dialog.js';
 import type { MediaLeg } from './media/leg.js';
 import { parseSdp } from './media/sdp-parse.js';
 import { holdAddress } from './media/media-address.js';
-import type { Lease } from '../transports/ws/session-limits.js';
+import type { Lease } from '../calls/session-limits.js';
 import type { CallDirection, TelephonyMetrics } from './metrics.js';
 import { TRANSFER_REFUSED, type Bridge, type CallTransfers } from './transfer.js';
 import type { AnswerDecision, AnswerDetector } from '../engine/agent/answer-detect.js';

@@ -17,7 +17,7 @@ import type { WebhookSecretBox } from '../control-plane/webhooks/secret-box.js';
 import type { TransferRequest } from '../engine/agent/session.js';
 import type { HandoffOption } from '../engine/agent/types.js';
 import { floatToInt16 } from '../engine/audio/pcm.js';
-import type { CarrierSettings } from '../server/settings.js';
+import type { CarrierSettings } from '../control-plane/telephony/carrier.js';
 import { HoldPlayer } from './hold-sound.js';
 import { detectHuman } from './human-detect.js';
 import type { MediaLeg, MediaLegs } from './media/leg.js';

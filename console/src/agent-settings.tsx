@@ -17,7 +17,7 @@ export const LANGS: [string, string][] = [
   ['or', 'Odia'],
 ];
 
-/** Built-in voices the runtime speaks with when the configured id is not one of this server's (transports/calls/agent-spec.ts). */
+/** Built-in voices the runtime speaks with when the configured id is not one of this server's (calls/agent-spec.ts). */
 const FALLBACK_VOICE = { female: 'slt', male: 'rms' } as const;
 const SAMPLE_TEXT = 'Hello! This is how I sound on a call.';
 

@@ -1,6 +1,6 @@
 // The calls that are up, in the store: each held by one server, which renews its rows while the calls run. A row
 // not renewed for the lease belongs to a server that stopped (killed, crashed, its machine gone): the first live server
-// to claim it ends the call (transports/calls/live-calls.ts). Claims are conditional updates, so with several servers
+// to claim it ends the call (calls/live-calls.ts). Claims are conditional updates, so with several servers
 // on one store each abandoned call is ended by one of them.
 import type { Db } from '../store/db.js';
 import { nowIso } from '../store/ids.js';

@@ -16,7 +16,7 @@ import { isE164 } from '../telephony/validation.js';
 import { NOT_AN_OBJECT, checkBody, collapseField, says, strictBody } from '../validation.js';
 import { z } from 'zod';
 import { telephonyWindow } from '../telephony/window.js';
-import type { CarrierSettings } from '../../server/settings.js';
+import type { CarrierSettings } from '../telephony/carrier.js';
 
 export type CampaignRow = Selectable<CampaignsTable>;
 export type RecipientRow = Selectable<CampaignRecipientsTable>;

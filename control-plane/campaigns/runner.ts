@@ -15,7 +15,7 @@ import { parseCallVariables } from '../calls/variables.js';
 import { dialRoute, insertQueuedCall, waitingOn } from '../telephony/outbound.js';
 import { findDialingNumber } from '../telephony/dialing.js';
 import { DNC_REASON, listedSql, numbersText } from '../telephony/dnc.js';
-import type { CarrierSettings } from '../../server/settings.js';
+import type { CarrierSettings } from '../telephony/carrier.js';
 import { addCampaignEvent, moveCampaign, withdrawQueued, type CampaignRow, type RecipientRow } from './campaigns.js';
 
 export interface CampaignRunnerDeps {

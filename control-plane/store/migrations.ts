@@ -616,7 +616,7 @@ const migrations: Record<string, Migration> = {
   '0020_live_calls': {
     async up(db: Kysely<any>) {
       // The calls that are up, each with the server holding it and when it last said so; a phone call also keeps its
-      // SIP dialog, so that a call whose server died can be hung up (BYE) by another (transports/calls/live-calls.ts).
+      // SIP dialog, so that a call whose server died can be hung up (BYE) by another (calls/live-calls.ts).
       await db.schema
         .createTable('live_calls')
         .addColumn('call_id', 'text', (c) => c.primaryKey())

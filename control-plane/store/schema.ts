@@ -527,7 +527,7 @@ export interface DncEntriesTable {
 
 /**
  * A call that is up on some server (migration 0020): its holder renews `renewed_at` while it runs; a row not renewed
- * for the lease belongs to a server that stopped, and whoever is alive ends the call (transports/calls/live-calls.ts).
+ * for the lease belongs to a server that stopped, and whoever is alive ends the call (calls/live-calls.ts).
  */
 export interface LiveCallsTable {
   call_id: string;

@@ -14,7 +14,7 @@ import { loadAgent, type Actor } from '../agents/agents.js';
 import { createCall, loadCall, newCallId } from '../calls/calls.js';
 import { resolveCallConfig } from '../calls/call-config.js';
 import { callVariablesField, parseCallVariables } from '../calls/variables.js';
-import type { CarrierSettings } from '../../server/settings.js';
+import type { CarrierSettings } from './carrier.js';
 import { callerIdsOf, findDialingNumber, type DialingNumber } from './dialing.js';
 import { E164, carrierAddressKey, parseCarrierAddress } from './validation.js';
 import { NOT_AN_OBJECT, checkBody, says, strictBody } from '../validation.js';

@@ -6,7 +6,7 @@
 //   played out (the pacer's notion of playout, as for the end of any turn) or cut (a cancel, typed text over it). An
 //   agent that waits for the user to speak first has no first reply to wait for: the option does nothing then.
 // - denoise (denoisingConfig): RNNoise (engine/audio/denoise.ts) on the 16 kHz audio, whatever the call's input rate.
-//   A phone call whose trunk denoises already has it off (transports/calls/runtime.ts).
+//   A phone call whose trunk denoises already has it off (calls/runtime.ts).
 import { NoiseSuppressor } from '../audio/denoise.js';
 import { qualityFor } from '../audio/resample.js';
 import type { Clock } from '../ports.js';

@@ -13,7 +13,7 @@ import type { Actor } from '../../control-plane/agents/agents.js';
 import { FINAL_CALL_STATUSES, loadCall, updateCall } from '../../control-plane/calls/calls.js';
 import { badRequest } from '../../control-plane/errors.js';
 import { pinnedTarget, resolveCallConfig } from '../../control-plane/calls/call-config.js';
-import { voicemailDetection } from '../../transports/calls/agent-spec.js';
+import { voicemailDetection } from '../../calls/agent-spec.js';
 import {
   cancelOutbound, cancelRequested, cancelRequestedOf, claimNext, dialRoute, moveOutbound, queuedPaceKeys, reclaimExpired, renewLeases, requeueOutbound,
   type DialRoute, type OutboundRow,
@@ -21,9 +21,9 @@ import {
 import { parseCarrierAddress } from '../../control-plane/telephony/validation.js';
 import { trunkPassword } from '../../control-plane/telephony/trunk-secrets.js';
 import type { WebhookSecretBox } from '../../control-plane/webhooks/secret-box.js';
-import type { CarrierSettings } from '../../server/settings.js';
-import type { CallRuntime } from '../../transports/calls/runtime.js';
-import type { Lease, SessionLimits } from '../../transports/ws/session-limits.js';
+import type { CarrierSettings } from '../../control-plane/telephony/carrier.js';
+import type { CallRuntime } from '../../calls/runtime.js';
+import type { Lease, SessionLimits } from '../../calls/session-limits.js';
 import type { MediaLeg, MediaLegs } from '../media/leg.js';
 import { acceptAnswer, buildOffer, checkSdp, type BuiltOffer, type MediaEncryption } from '../media/sdp.js';
 import type { TelephonyMetrics } from '../metrics.js';
@@ -35,9 +35,17 @@ import type { DigestClientCredentials } from '../sip/digest.js';
 import type { Selectable } from 'kysely';
 import type { SipTrunksTable } from '../../control-plane/store/schema.js';
 import { aheadMs, intervalMs, staleMs, until, type Pacer, type Slot } from './pacer.js';
-import type { LoopReservation, LoopReservations } from '../../transports/http/loop-reservations.js';
 import type { CallTransfers } from '../transfer.js';
-import type { LiveCalls } from '../../transports/calls/live-calls.js';
+import type { LiveCalls } from '../../calls/live-calls.js';
+
+/** A moment of the event loop held free for a send (the server wires transports/http/loop-reservations.ts here). */
+export interface LoopReservation {
+  release: () => void;
+  move: (at: number) => void;
+}
+export interface LoopReservations {
+  reserve(at: number): LoopReservation;
+}
 
 export interface DialerDeps {
   db: Db;

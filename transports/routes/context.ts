@@ -4,7 +4,7 @@ import type { Db } from '../../control-plane/store/db.js';
 import type { PublishService } from '../../control-plane/agents/publish.js';
 import type { Actor } from '../../control-plane/agents/agents.js';
 import type { HttpRequest } from '../http/types.js';
-import type { Settings } from '../../server/settings.js';
+import type { CarrierSettings } from '../../control-plane/telephony/carrier.js';
 import type { SecretVault } from '../../control-plane/secrets/vault.js';
 import type { WebhookDispatcher } from '../../control-plane/webhooks/dispatcher.js';
 import type { WebhookSecretBox } from '../../control-plane/webhooks/secret-box.js';
@@ -13,13 +13,24 @@ export interface RouteContext {
   db: Db;
   publish: PublishService;
   logger: Logger;
-  settings: Settings;
+  /** The settings routes read (server/settings.ts parses them; a route layer does not import the server's). */
+  settings: RouteSettings;
   /** Organization secrets vault (`vault.get(orgId, name)` decrypts, for the runtime only). */
   vault: SecretVault;
   /** Webhook delivery dispatcher: call `webhooks.notify()` after a transaction that ran enqueueEvent committed. */
   webhooks: WebhookDispatcher;
   /** Seals and opens webhook signing secrets (the vault's master key). */
   webhookSecrets: WebhookSecretBox;
+}
+
+export interface RouteSettings {
+  /** The HTTP port (a recording URL's host when the request named none). */
+  port: number;
+  /** Webhook URLs may point at private addresses (PARLEY_ALLOW_PRIVATE_EGRESS). */
+  allowPrivateEgress: boolean;
+  /** When the legacy v1 endpoints go away (their Sunset header). */
+  v1SunsetDate?: Date;
+  carrier: CarrierSettings;
 }
 
 export function actorOf(req: HttpRequest): Actor {

@@ -3,7 +3,7 @@
 import type { HttpServer } from '../http/server.js';
 import { docs, ok } from '../http/types.js';
 import { addDncEntries, deleteDnc, deleteDncByNumber, dncAddBody, endListedRecord, getDnc, listDnc, MAX_DNC_BATCH } from '../../control-plane/telephony/dnc.js';
-import type { CallRuntime } from '../calls/runtime.js';
+import type { CallRuntime } from '../../calls/runtime.js';
 import { actorOf, type RouteContext } from './context.js';
 
 export interface DncRouteDeps {

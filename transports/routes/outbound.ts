@@ -1,4 +1,5 @@
 // Outbound call routes (wire §4): place a call (queued, paced, dialed), cancel queued or ringing calls, a call's retries.
+import type { Actor } from '../../control-plane/agents/agents.js';
 import type { HttpServer } from '../http/server.js';
 import { docs, ok } from '../http/types.js';
 import { z } from 'zod';
@@ -6,7 +7,6 @@ import { ApiError, badRequest } from '../../control-plane/errors.js';
 import { FINAL_CALL_STATUSES, loadCall, readCall } from '../../control-plane/calls/calls.js';
 import { bodyObject, checkBody, says } from '../../control-plane/validation.js';
 import { outboundCallBody, queueOutboundCall, retriesOf } from '../../control-plane/telephony/outbound.js';
-import type { OutboundDialer } from '../../telephony/outbound/dialer.js';
 import type { QueueTestCall } from '../../control-plane/calls/test-calls.js';
 import { actorOf, type RouteContext } from './context.js';
 
@@ -24,9 +24,16 @@ const cancelOneBody = bodyObject({
 });
 const cancelEitherBody = z.union([cancelOneBody, cancelBody]);
 
+
+/** What these routes ask of the dialer (telephony/outbound/dialer.ts OutboundDialer; the server wires it). */
+export interface Dialing {
+  wake(paceKey?: string): void;
+  cancel(actor: Actor, callId: string): Promise<{ callId: string; canceled: boolean; reason?: string }>;
+  cancelCall(actor: Actor, callId: string, reason?: string): Promise<{ callId: string; status: 'cancelled'; previousStatus: string }>;
+}
 export interface OutboundRouteDeps {
   /** The dialer, once the SIP leg runs; null when it is off (PARLEY_SIP_PORT=off). */
-  dialer: OutboundDialer | null;
+  dialer: Dialing | null;
   /** Calls that may wait per carrier address (PARLEY_OUTBOUND_QUEUE). */
   maxQueuedPerAddress: number;
 }
@@ -50,7 +57,7 @@ export function outboundRoutes(server: HttpServer, prefix: string, ctx: RouteCon
   const auth = { auth: 'key' as const };
   const c = `${prefix}/conversation`;
   const d = docs('Outbound calls');
-  const dialer = (): OutboundDialer => {
+  const dialer = (): Dialing => {
     if (!deps.dialer) throw new ApiError(503, 'Telephony is off on this server (PARLEY_SIP_PORT=off): it places no calls');
     return deps.dialer;
   };

@@ -12,10 +12,10 @@ import { encodeLinear16 } from '../../engine/audio/codecs.js';
 import type { HttpServer } from '../http/server.js';
 import { docs, type HttpRequest } from '../http/types.js';
 import { bearerToken } from '../http/auth.js';
-import type { CallRuntime, RunningCall } from '../calls/runtime.js';
+import type { CallRuntime, RunningCall } from '../../calls/runtime.js';
 import { wsRoute, type WsConnection, type WsSession } from './endpoint.js';
 import { RefusalWindow, TokenBucket } from './message-rate.js';
-import { ownerOf, type SessionLimits } from './session-limits.js';
+import { ownerOf, type SessionLimits } from '../../calls/session-limits.js';
 
 export const AGENT_SAMPLE_RATES = [8000, 16000, 24000, 48000] as const;
 const MODES = ['webcall', 'chat'] as const;

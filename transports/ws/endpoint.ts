@@ -6,7 +6,7 @@ import { ApiError } from '../../control-plane/errors.js';
 import type { AuthContext } from '../../control-plane/auth/keys.js';
 import { renderError, type AuthMode, type ErrorBody, type HttpRequest, type RouteDoc } from '../http/types.js';
 import type { HttpServer } from '../http/server.js';
-import type { Lease } from './session-limits.js';
+import type { Lease } from '../../calls/session-limits.js';
 
 /** What a handler sends on: JSON text frames, binary frames, close. Sends after close are dropped. */
 export interface WsConnection {

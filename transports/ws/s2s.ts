@@ -52,13 +52,13 @@ import type { BrainContext, BrainEvent, FunctionTool, LlmEndpoint, ToolCall } fr
 import { encodeLinear16 } from '../../engine/audio/codecs.js';
 import type { ModelRegistry } from '../../engine/models/registry.js';
 import { registryModels } from '../../engine/models/turn-models.js';
-import { DEFAULT_LLM_SETTING } from '../calls/brains.js';
+import { DEFAULT_LLM_SETTING } from '../../calls/brains.js';
 import { inferenceError } from '../http/auth.js';
 import type { HttpServer } from '../http/server.js';
 import { docs, type HttpRequest } from '../http/types.js';
 import { wsRoute, type WsConnection, type WsSession } from './endpoint.js';
 import { s2sUpgradeErrorBody } from '../routes/inference-errors.js';
-import { ownerOf, type SessionLimits } from './session-limits.js';
+import { ownerOf, type SessionLimits } from '../../calls/session-limits.js';
 import { CURRENT_MODEL, DEFAULT_VOICE, S2S_MODELS, S2S_VOICES, isObject, parseTools, s2sSpec, toFunction, tokens, words, type S2sModel, type WireTool } from './s2s-protocol.js';
 
 const IN_RATE = 16000;

@@ -9,7 +9,7 @@ import { WIRE_SAMPLE_RATES } from '../../engine/audio/types.js';
 import { wsRoute, type WsConnection, type WsSession } from './endpoint.js';
 import { inferenceError } from '../http/auth.js';
 import { legacySttErrorBody, sttErrorBody } from '../routes/inference-errors.js';
-import { ownerOf, type SessionLimits } from './session-limits.js';
+import { ownerOf, type SessionLimits } from '../../calls/session-limits.js';
 import type { AuthContext } from '../../control-plane/auth/keys.js';
 import { Redactor, redactText, type RedactorOptions } from '../../engine/privacy/redact.js';
 import { redactQuery } from '../routes/redact-query.js';

@@ -10,7 +10,7 @@ import { QueueFullError } from '../../engine/models/queue.js';
 import { parseTts, isTtsModel, type TtsParams } from '../routes/tts-request.js';
 import { ttsErrorBody } from '../routes/inference-errors.js';
 import { inferenceError } from '../http/auth.js';
-import { ownerOf, type SessionLimits } from './session-limits.js';
+import { ownerOf, type SessionLimits } from '../../calls/session-limits.js';
 import type { AuthContext } from '../../control-plane/auth/keys.js';
 import { wsRoute, type WsConnection, type WsSession } from './endpoint.js';
 import { docs, type RouteDoc } from '../http/types.js';

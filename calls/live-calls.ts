@@ -5,9 +5,14 @@
 // dialog kept in the row, the record is made final (`failed`, `server_stopped`) with its post-conversation and
 // analytics-completed events, and campaigns then settle the recipient as for any failed call.
 import type { Logger } from 'pino';
-import type { Db } from '../../control-plane/store/db.js';
-import { abandonedLiveCalls, claimLiveCall, holdLiveCall, releaseLiveCall, renewLiveCalls, type LiveCallRow } from '../../control-plane/calls/live-calls.js';
-import type { DialogSnapshot } from '../../telephony/sip/dialog.js';
+import type { Db } from '../control-plane/store/db.js';
+import { abandonedLiveCalls, claimLiveCall, holdLiveCall, releaseLiveCall, renewLiveCalls, type LiveCallRow } from '../control-plane/calls/live-calls.js';
+
+/**
+ * A phone call's SIP dialog as telephony snapshots it (telephony/sip/dialog.ts `Dialog.snapshot()`): the call layer keeps
+ * it as JSON in the call's row and hands it back, unread, to the hangUp handler the server wires to telephony.
+ */
+export type KeptDialog = object;
 
 export interface LiveCallsDeps {
   db: Db;
@@ -22,7 +27,7 @@ export interface AbandonedCallHandlers {
   /** Makes an abandoned call's record final, last known up at `lastSeen`; false when it was final already. */
   closeRecord(callId: string, lastSeen: Date): Promise<boolean>;
   /** Sends the BYE of an abandoned phone call. Absent (no SIP leg here): phone calls are left to a server that has one. */
-  hangUp?(dialog: DialogSnapshot): Promise<void>;
+  hangUp?(dialog: KeptDialog): Promise<void>;
 }
 
 /** Abandoned rows looked at per pass (the rest at the next). */
@@ -46,7 +51,7 @@ export class LiveCalls {
    * Notes that this server holds the call (a phone call with its dialog, for the BYE). A store that cannot take it
    * leaves the call running, logged: it would not be ended for us if we died.
    */
-  async hold(callId: string, orgId: string, sipDialog: DialogSnapshot | null = null): Promise<void> {
+  async hold(callId: string, orgId: string, sipDialog: KeptDialog | null = null): Promise<void> {
     this.held.add(callId);
     await holdLiveCall(this.deps.db, { callId, orgId, owner: this.deps.owner, sipDialog }).catch((err: unknown) =>
       this.deps.logger.warn({ callId, err: err instanceof Error ? err.message : String(err) }, 'could not note a live call in the store'),
@@ -100,7 +105,7 @@ export class LiveCalls {
     const { logger } = this.deps;
     const callId = row.call_id;
     if (row.sip_dialog && handlers.hangUp) {
-      const dialog = JSON.parse(row.sip_dialog) as DialogSnapshot;
+      const dialog = JSON.parse(row.sip_dialog) as KeptDialog;
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
         handlers.hangUp(dialog).catch((err: unknown) => logger.warn({ callId, err: err instanceof Error ? err.message : String(err) }, 'live calls: BYE of an abandoned call failed')),

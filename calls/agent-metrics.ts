@@ -1,6 +1,6 @@
 // Prometheus histograms of each agent turn's latency parts, and session counters, on the server's metrics registry.
 import client from 'prom-client';
-import type { TurnMetrics } from '../../engine/agent/session.js';
+import type { TurnMetrics } from '../engine/agent/session.js';
 
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1, 1.5, 2, 3, 5, 10];
 

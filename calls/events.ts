@@ -1,12 +1,12 @@
 // A call's webhook events: pre-conversation with the call's creation, post-conversation with its final record, then
 // analytics-completed; each queued in the same transaction as the call change it reports (the outbox), so a crash
 // loses none, and delivered in that order by the webhook dispatcher.
-import type { Db, Tx } from '../../control-plane/store/db.js';
-import { updateCall, updateOpenCall, type CallPatch, type CallStatus, type CallType, type TranscriptEntry } from '../../control-plane/calls/calls.js';
-import { clearTurns } from '../../control-plane/calls/turns.js';
-import { recordingIdentifier } from '../../control-plane/recordings/object-store.js';
-import { enqueueEvent } from '../../control-plane/webhooks/outbox.js';
-import type { Vars } from '../../engine/agent/types.js';
+import type { Db, Tx } from '../control-plane/store/db.js';
+import { updateCall, updateOpenCall, type CallPatch, type CallStatus, type CallType, type TranscriptEntry } from '../control-plane/calls/calls.js';
+import { clearTurns } from '../control-plane/calls/turns.js';
+import { recordingIdentifier } from '../control-plane/recordings/object-store.js';
+import { enqueueEvent } from '../control-plane/webhooks/outbox.js';
+import type { Vars } from '../engine/agent/types.js';
 import type { CallAnalytics } from './analytics.js';
 
 /** The spec's terminal `callStatus` of a call record's status. */

@@ -1,8 +1,8 @@
 // Picks an agent's brain: the offline workflow graph, or an OpenAI-compatible model (its API key read from the vault).
-import type { SecretVault } from '../../control-plane/secrets/vault.js';
-import { LlmBrain, functionToolsFromAgentTools } from '../../engine/agent/brains/llm.js';
-import { WorkflowBrain } from '../../engine/agent/brains/workflow.js';
-import type { AgentSpec, Brain, BrainEvent, FunctionTool, LlmEndpoint } from '../../engine/agent/types.js';
+import type { SecretVault } from '../control-plane/secrets/vault.js';
+import { LlmBrain, functionToolsFromAgentTools } from '../engine/agent/brains/llm.js';
+import { WorkflowBrain } from '../engine/agent/brains/workflow.js';
+import type { AgentSpec, Brain, BrainEvent, FunctionTool, LlmEndpoint } from '../engine/agent/types.js';
 
 export interface BrainDeps {
   vault: SecretVault;

@@ -2,9 +2,9 @@
 // (a CRM lookup, say) whose `responseVariables` fill the call's variables. It runs through the same executor as
 // api_call tools: `{{variable}}` templates, credentials from the vault by secret name, the egress policy, a timeout.
 // A failure never stops the call: it goes on with its defaults and the record says why.
-import type { Vars } from '../../engine/agent/types.js';
-import { executeApiCall, type ApiCallOptions } from '../../engine/agent/tools/api-call.js';
-import type { ApiCallToolDefinition, HttpMethod, ResponseVariable, ToolAuth } from '../../engine/agent/tools/types.js';
+import type { Vars } from '../engine/agent/types.js';
+import { executeApiCall, type ApiCallOptions } from '../engine/agent/tools/api-call.js';
+import type { ApiCallToolDefinition, HttpMethod, ResponseVariable, ToolAuth } from '../engine/agent/tools/types.js';
 
 /** What the call record keeps of the request (no URL, headers or body: they may carry customer data). */
 export interface PreCallOutcome {

@@ -2,9 +2,9 @@
 // other fields merged, one write in flight at a time. Changes that arrive while a write runs are coalesced into the
 // next one, so a chatty session costs the store a bounded number of small writes, not a rewrite per turn.
 import type { Logger } from 'pino';
-import type { Db } from '../../control-plane/store/db.js';
-import { updateCall, type CallPatch, type TranscriptEntry } from '../../control-plane/calls/calls.js';
-import { saveTurns, type TurnWrite } from '../../control-plane/calls/turns.js';
+import type { Db } from '../control-plane/store/db.js';
+import { updateCall, type CallPatch, type TranscriptEntry } from '../control-plane/calls/calls.js';
+import { saveTurns, type TurnWrite } from '../control-plane/calls/turns.js';
 
 /** How long a refused write waits before its changes are tried again. */
 const RETRY_MS = 1000;

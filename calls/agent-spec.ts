@@ -1,8 +1,8 @@
 // Turns a stored agent configuration (wire field names) into the engine's AgentSpec; picks a voice we actually have.
-import type { AgentSpec, Vars } from '../../engine/agent/types.js';
-import { DEFAULT_MAX_DELAY_MS, DEFAULT_MIN_DELAY_MS, DEFAULT_TRIGGER_S } from '../../engine/turn/end-of-turn.js';
-import type { ModelRegistry } from '../../engine/models/registry.js';
-import { isBackgroundSound } from '../../engine/audio/ambience.js';
+import type { AgentSpec, Vars } from '../engine/agent/types.js';
+import { DEFAULT_MAX_DELAY_MS, DEFAULT_MIN_DELAY_MS, DEFAULT_TRIGGER_S } from '../engine/turn/end-of-turn.js';
+import type { ModelRegistry } from '../engine/models/registry.js';
+import { isBackgroundSound } from '../engine/audio/ambience.js';
 
 const obj = (v: unknown): Record<string, unknown> => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
 const num = (v: unknown, fallback: number): number => (typeof v === 'number' && Number.isFinite(v) ? v : fallback);

@@ -1,10 +1,10 @@
 // The tools a call can run: library tools (toolRefs, resolved at call start) and inline api_call tools, executed with
 // secrets from the vault and the egress policy; client tools are asked of the app over its WebSocket.
-import type { SecretVault } from '../../control-plane/secrets/vault.js';
-import type { FunctionTool, ToolCall, Vars } from '../../engine/agent/types.js';
-import { executeApiCall, type ApiCallOptions } from '../../engine/agent/tools/api-call.js';
-import type { ApiCallToolDefinition, ClientToolDefinition, ToolDefinition } from '../../engine/agent/tools/types.js';
-import { checkEgress, safeFetch } from '../../engine/net/egress.js';
+import type { SecretVault } from '../control-plane/secrets/vault.js';
+import type { FunctionTool, ToolCall, Vars } from '../engine/agent/types.js';
+import { executeApiCall, type ApiCallOptions } from '../engine/agent/tools/api-call.js';
+import type { ApiCallToolDefinition, ClientToolDefinition, ToolDefinition } from '../engine/agent/tools/types.js';
+import { checkEgress, safeFetch } from '../engine/net/egress.js';
 
 /** The app side of client tools: sends the call, resolves with the app's result (or null on timeout). */
 export interface ClientToolChannel {

@@ -1,22 +1,22 @@
 // Runs calls: a resolved agent configuration becomes an engine session whose call record is kept in the store.
 // Shared by the agent WebSocket, the test-call route and (later) telephony.
 import type { Logger } from 'pino';
-import type { Db } from '../../control-plane/store/db.js';
-import { pinnedTarget, resolveCallConfig, type ResolvedCallConfig } from '../../control-plane/calls/call-config.js';
+import type { Db } from '../control-plane/store/db.js';
+import { pinnedTarget, resolveCallConfig, type ResolvedCallConfig } from '../control-plane/calls/call-config.js';
 import { CallRecordWriter } from './record-writer.js';
-import { activateQueuedCall, createCall, FINAL_CALL_STATUSES, newCallId, type CallMetrics, type CallMode, type CallType, type TranscriptEntry } from '../../control-plane/calls/calls.js';
-import { loadTurns } from '../../control-plane/calls/turns.js';
-import { parseJson } from '../../control-plane/agents/records.js';
+import { activateQueuedCall, createCall, FINAL_CALL_STATUSES, newCallId, type CallMetrics, type CallMode, type CallType, type TranscriptEntry } from '../control-plane/calls/calls.js';
+import { loadTurns } from '../control-plane/calls/turns.js';
+import { parseJson } from '../control-plane/agents/records.js';
 import type { LiveCalls } from './live-calls.js';
-import type { SecretVault } from '../../control-plane/secrets/vault.js';
-import { AgentSession, type SessionEvent, type TransferOutcome, type TransferRequest } from '../../engine/agent/session.js';
-import type { Brain, BrainEvent, LlmEndpoint, Vars } from '../../engine/agent/types.js';
-import { AnswerDetector, type AnswerDecision } from '../../engine/agent/answer-detect.js';
-import { prepareAmbience } from '../../engine/audio/ambience.js';
-import { callVariables, standardVariables } from '../../engine/agent/variables.js';
-import type { Encoding } from '../../engine/audio/codecs.js';
-import type { ModelRegistry } from '../../engine/models/registry.js';
-import { registryModels } from '../../engine/models/turn-models.js';
+import type { SecretVault } from '../control-plane/secrets/vault.js';
+import { AgentSession, type SessionEvent, type TransferOutcome, type TransferRequest } from '../engine/agent/session.js';
+import type { Brain, BrainEvent, LlmEndpoint, Vars } from '../engine/agent/types.js';
+import { AnswerDetector, type AnswerDecision } from '../engine/agent/answer-detect.js';
+import { prepareAmbience } from '../engine/audio/ambience.js';
+import { callVariables, standardVariables } from '../engine/agent/variables.js';
+import type { Encoding } from '../engine/audio/codecs.js';
+import type { ModelRegistry } from '../engine/models/registry.js';
+import { registryModels } from '../engine/models/turn-models.js';
 import { agentSpec } from './agent-spec.js';
 import type { AgentMetrics } from './agent-metrics.js';
 import { createBrain, llmEndpoint } from './brains.js';
@@ -26,8 +26,8 @@ import { CallRecorder, type RecordingExtension } from './recorder.js';
 import { CallTools, orgRequestOptions, type ClientToolChannel } from './tools.js';
 import { runPreCall } from './pre-call.js';
 import { CallPrivacy, REDACTION_NOTE, redactionOptions } from './privacy.js';
-import { resolveAgentTools } from '../../control-plane/tools/tools.js';
-import { recordingKey, type ObjectStore } from '../../control-plane/recordings/object-store.js';
+import { resolveAgentTools } from '../control-plane/tools/tools.js';
+import { recordingKey, type ObjectStore } from '../control-plane/recordings/object-store.js';
 
 export interface CallRuntimeDeps {
   db: Db;
@@ -390,7 +390,7 @@ export class CallRuntime {
   }
 
   /**
-   * Ends the record of a call whose server stopped while it was up (transports/calls/live-calls.ts): `failed`, reason
+   * Ends the record of a call whose server stopped while it was up (calls/live-calls.ts): `failed`, reason
    * `server_stopped`, ended when it was last known up, with the transcript its turns had written, and its
    * post-conversation and analytics-completed events, once (false, and nothing written, when the record was final
    * already or never created).

@@ -2,8 +2,8 @@
 // with its wct_ token), per class: `speech` sessions run the speech models (agent voice calls, live recognition, live
 // synthesis, speech-to-speech), `chat` sessions only text. A session past a cap is refused before the upgrade:
 // 503 when the server is full, 429 when the owner is; both with Retry-After.
-import { ApiError } from '../../control-plane/errors.js';
-import type { AuthContext } from '../../control-plane/auth/keys.js';
+import { ApiError } from '../control-plane/errors.js';
+import type { AuthContext } from '../control-plane/auth/keys.js';
 
 export type SessionClass = 'speech' | 'chat';
 

@@ -3,8 +3,8 @@
 // transcript events to the app, and the conversation history the language model gets. A card number dictated across
 // turns revises the earlier turn once its last digits arrive. The recording silences every caller turn that carried
 // redacted data, from the start of its speech to its commit.
-import { Redactor, type RedactorOptions } from '../../engine/privacy/redact.js';
-import type { TranscriptEntry } from '../../control-plane/calls/calls.js';
+import { Redactor, type RedactorOptions } from '../engine/privacy/redact.js';
+import type { TranscriptEntry } from '../control-plane/calls/calls.js';
 
 /** `redactionConfig` as a call applies it: `{isEnabled: true}` redacts both kinds; our fields `pii: false` / `pci: false` leave one out. */
 export function redactionOptions(config: unknown): RedactorOptions | null {

@@ -1,7 +1,7 @@
 // Call recording: the caller's and the agent's audio on one 16 kHz timeline, written as mono (mixed) and dual WAV.
-import { Resampler, qualityFor } from '../../engine/audio/resample.js';
-import { writePcm16WavHeader } from '../../engine/audio/wav.js';
-import { floatToInt16 } from '../../engine/audio/pcm.js';
+import { Resampler, qualityFor } from '../engine/audio/resample.js';
+import { writePcm16WavHeader } from '../engine/audio/wav.js';
+import { floatToInt16 } from '../engine/audio/pcm.js';
 
 const RATE = 16000;
 /** Samples encoded between two turns of the event loop: a long call's recording at once would hold it for 100 ms. */
