@@ -15,7 +15,8 @@ import type { SipRequest, SipResponse } from './sip/message.js';
 import type { SipStack } from './sip/stack.js';
 import { checkSdp, negotiate } from './media/sdp.js';
 import type { MediaLeg, MediaLegs } from './media/leg.js';
-import { PhoneCall } from './phone-call.js';
+import type { PhoneCall } from './phone-call.js';
+import { startPhoneCall } from './start-phone-call.js';
 import type { TelephonyMetrics } from './metrics.js';
 import type { CallTransfers } from './transfer.js';
 import { LocalDigestGuard, type DigestAttempt, type DigestGuard, type GuardScope } from './digest-guard.js';
@@ -46,12 +47,6 @@ export interface InboundDeps {
 
 /** Platform-number calls (no trunk): the carrier's defaults. */
 const PLATFORM_DEFAULTS = { mediaEncryption: 'allow' as const, noiseSuppression: false, ringingTimeoutSecs: 30, maxCallDurationSecs: 3600 };
-/**
- * How far ahead of real time the agent's audio goes to the media leg. The leg's send clock runs on the media worker
- * thread and keeps sending while the main thread is busy; this much queued there rides out a main-thread stall of
- * that length without a gap the caller hears. Barge-in drops whatever is queued at once, so it costs no latency.
- */
-const PHONE_OUTPUT_LEAD_MS = 200;
 /** How long a refused caller should wait (503). */
 const RETRY_AFTER_S = 5;
 /** The guard's trunk name for the platform carrier's credentials (trunk ids are hex: no clash). */
@@ -179,7 +174,7 @@ export class InboundCalls {
       return;
     }
     let rtp: MediaLeg | null = null;
-    let phone: PhoneCall | null = null;
+    let phone = null as PhoneCall | null; // set by startPhoneCall once the line is answered
     let callId: string | null = null;
     try {
       rtp = await this.deps.media.bind(this.stack.host === '0.0.0.0' ? '0.0.0.0' : this.stack.host);
@@ -218,44 +213,33 @@ export class InboundCalls {
         }
         throw err;
       });
-      // From the answer on, the call is noted with its dialog: if this server dies, another hangs it up.
       callId = this.deps.runtime.newCallId();
-      await this.deps.live?.hold(callId, route.orgId, dialog.snapshot());
-      await rtp.start({ ...answer, noiseSuppression: policy.noiseSuppression, mediaTimeoutMs: (this.deps.mediaTimeoutSecs ?? 0) * 1000 });
-      const metrics = this.deps.metrics;
-      metrics?.answered('inbound', (answeredAt - receivedAt) / 1000);
-      const answered = new PhoneCall(dialog, rtp, lease, logger, policy.maxCallDurationSecs, metrics && { sink: metrics, direction: 'inbound' });
-      phone = answered;
-      rtp = null;
-      this.calls.add(answered);
-      const held = callId;
-      void answered.done.then(() => {
-        this.calls.delete(answered);
-        return this.deps.live?.release(held);
-      });
-      const transfers = this.deps.transfers;
-      if (transfers) answered.allowTransfers(transfers, { orgId: route.orgId, agentId: route.agentId, direction: 'inbound', ownNumber: null });
-      const call = await this.deps.runtime.start(
+      const leg = rtp;
+      const { call } = await startPhoneCall(
+        { ...this.deps, logger },
         {
-          resolved,
-          mode: 'webcall',
-          type: 'telephony_inbound',
-          isTest: false,
-          variables: {},
-          inputRate: 8000,
-          outputRate: 8000,
-          outputLeadMs: PHONE_OUTPUT_LEAD_MS,
-          fromNumber: caller,
-          toNumber: called ?? undefined,
-          transfer: transfers ? (req) => answered.transfer(req) : undefined,
-          // The trunk's RNNoise ran on the leg already: the agent's denoisingConfig does not run it twice.
-          inputDenoised: policy.noiseSuppression,
+          direction: 'inbound',
           callId,
-          lineHeld: Boolean(this.deps.live),
+          orgId: route.orgId,
+          agentId: route.agentId,
+          ownNumber: null,
+          dialog,
+          rtp: leg,
+          media: answer,
+          noiseSuppression: policy.noiseSuppression,
+          lease,
+          maxCallDurationSecs: policy.maxCallDurationSecs,
+          setupSecs: (answeredAt - receivedAt) / 1000,
+          calls: this.calls,
         },
-        (e) => answered.onEvent(e),
+        {
+          onAnswered: (answered) => {
+            phone = answered;
+            rtp = null;
+          },
+          agent: async () => ({ resolved, type: 'telephony_inbound', isTest: false, variables: {}, fromNumber: caller, toNumber: called ?? undefined }),
+        },
       );
-      answered.attach(call);
       logger.info({ callId: call.callId, sipCallId: dialog.callId, to: called, trunk: trunk?.id ?? null }, 'inbound call answered');
     } catch (err) {
       void rtp?.finish();

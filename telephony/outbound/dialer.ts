@@ -27,7 +27,8 @@ import type { Lease, SessionLimits } from '../../calls/session-limits.js';
 import type { MediaLeg, MediaLegs } from '../media/leg.js';
 import { acceptAnswer, buildOffer, checkSdp, type BuiltOffer, type MediaEncryption } from '../media/sdp.js';
 import type { TelephonyMetrics } from '../metrics.js';
-import { PhoneCall } from '../phone-call.js';
+import type { PhoneCall } from '../phone-call.js';
+import { startPhoneCall } from '../start-phone-call.js';
 import { SipError } from '../sip/message.js';
 import type { SipStack, SipTarget } from '../sip/stack.js';
 import type { Dialog } from '../sip/dialog.js';
@@ -76,8 +77,6 @@ export interface DialerDeps {
   live?: LiveCalls;
 }
 
-/** How far ahead of real time the agent's audio goes to the media leg (as for inbound calls). */
-const PHONE_OUTPUT_LEAD_MS = 200;
 /**
  * Calls claimed and prepared ahead of the one waiting for its slot. Preparing takes store round trips and an RTP port;
  * while the same server takes a burst of POSTs one preparation took 30-60 ms (bench:outbound, two servers), longer than
@@ -526,7 +525,7 @@ export class OutboundDialer {
     const callId = row.call_id;
     let rtp: MediaLeg | null = p.rtp;
     let dialog: Dialog | null = null;
-    let phone: PhoneCall | null = null;
+    let phone = null as PhoneCall | null; // set by startPhoneCall once the line is answered
     let ringTimedOut = false;
     const ringTimer = setTimeout(() => {
       ringTimedOut = true;
@@ -560,61 +559,60 @@ export class OutboundDialer {
         return;
       }
       this.held.delete(callId);
-      await this.deps.live?.hold(callId, row.org_id, dialog.snapshot());
       const accepted = acceptAnswer(dialog.remoteSdp, p.offer);
       if (!accepted.ok) {
         // Refused (a media address we never send to, more than SDP_LIMITS, no codec or key we offered): BYE below.
         logger.warn({ callId, status: accepted.status, reason: accepted.reason }, 'outbound call: the answer SDP was refused');
         throw new DialFailure('bad_answer_sdp');
       }
-      await p.rtp.start({ ...accepted, noiseSuppression: Boolean(p.trunk?.noise_suppression), mediaTimeoutMs: (this.deps.mediaTimeoutSecs ?? 0) * 1000 });
-      const metrics = this.deps.metrics;
-      metrics?.answered('outbound', (performance.now() - sentAt) / 1000);
-      phone = new PhoneCall(dialog, p.rtp, lease, logger, p.trunk?.max_call_duration_secs ?? DEFAULT_MAX_CALL_SECS, metrics && { sink: metrics, direction: 'outbound' });
-      const answered = phone;
-      rtp = null;
-      this.calls.add(answered);
-      // Its end frees a place under the organization's (and the server's) call cap: calls held back by the cap are
-      // claimed now, not at the next poll (a lane that found its organization capped stopped; the poll is 500 ms).
-      void answered.done.then(() => {
-        this.calls.delete(answered);
-        return this.deps.live?.release(callId);
-      });
-      void answered.lineClosed.then(() => {
-        if (!this.stopped) this.wake();
-      });
-      const transfers = this.deps.transfers;
-      if (transfers) answered.allowTransfers(transfers, { orgId: row.org_id, agentId: row.agent_id, direction: 'outbound', ownNumber: row.from_number });
-      const resolved = await resolveCallConfig(db, { orgId: row.org_id, name: 'telephony' }, row.agent_id, await pinnedTarget(db, row.revision_id));
-      // Voicemail detection: who answered decides whether the agent talks, or leaves its message on a machine.
-      const vmd = voicemailDetection(resolved.config);
-      const heard = vmd ? await answered.detectAnswer(await this.deps.runtime.answerDetector(), MAX_DETECTION_MS) : null;
-      const machine = heard !== null && (heard.decision.verdict === 'voicemail' || heard.decision.verdict === 'ivr');
-      if (heard) logger.info({ callId, verdict: heard.decision.verdict, atMs: Math.round(heard.decision.atMs), reason: heard.decision.reason, greetingEnded: heard.greetingEnded }, 'outbound call answered');
-      const call = await this.deps.runtime.start(
+      await startPhoneCall(
+        { ...this.deps, logger },
         {
-          ...(heard ? { answer: heard.decision } : {}),
-          ...(machine ? { leaveMessage: vmd!.endText } : {}),
-          resolved,
-          mode: 'webcall',
-          type: 'telephony_outbound',
-          isTest: Boolean(row.is_test),
-          variables: JSON.parse(row.variables) as Record<string, string | number | boolean>,
-          inputRate: 8000,
-          outputRate: 8000,
-          outputLeadMs: PHONE_OUTPUT_LEAD_MS,
-          fromNumber: row.from_number,
-          toNumber: row.to_number,
+          direction: 'outbound',
           callId,
-          queued: true,
-          transfer: transfers ? (req) => answered.transfer(req) : undefined,
-          // The trunk's RNNoise ran on the leg already: the agent's denoisingConfig does not run it twice.
-          inputDenoised: Boolean(p.trunk?.noise_suppression),
-          lineHeld: Boolean(this.deps.live),
+          orgId: row.org_id,
+          agentId: row.agent_id,
+          ownNumber: row.from_number,
+          dialog,
+          rtp: p.rtp,
+          media: accepted,
+          noiseSuppression: Boolean(p.trunk?.noise_suppression),
+          lease,
+          maxCallDurationSecs: p.trunk?.max_call_duration_secs ?? DEFAULT_MAX_CALL_SECS,
+          setupSecs: (performance.now() - sentAt) / 1000,
+          calls: this.calls,
         },
-        (e) => answered.onEvent(e),
+        {
+          onAnswered: (answered) => {
+            phone = answered;
+            rtp = null;
+            // Its end frees a place under the organization's (and the server's) call cap: calls held back by the cap
+            // are claimed now, not at the next poll (a lane that found its organization capped stopped; the poll is 500 ms).
+            void answered.lineClosed.then(() => {
+              if (!this.stopped) this.wake();
+            });
+          },
+          agent: async (answered) => {
+            const resolved = await resolveCallConfig(db, { orgId: row.org_id, name: 'telephony' }, row.agent_id, await pinnedTarget(db, row.revision_id));
+            // Voicemail detection: who answered decides whether the agent talks, or leaves its message on a machine.
+            const vmd = voicemailDetection(resolved.config);
+            const heard = vmd ? await answered.detectAnswer(await this.deps.runtime.answerDetector(), MAX_DETECTION_MS) : null;
+            const machine = heard !== null && (heard.decision.verdict === 'voicemail' || heard.decision.verdict === 'ivr');
+            if (heard) logger.info({ callId, verdict: heard.decision.verdict, atMs: Math.round(heard.decision.atMs), reason: heard.decision.reason, greetingEnded: heard.greetingEnded }, 'outbound call answered');
+            return {
+              ...(heard ? { answer: heard.decision } : {}),
+              ...(machine ? { leaveMessage: vmd!.endText } : {}),
+              resolved,
+              type: 'telephony_outbound',
+              isTest: Boolean(row.is_test),
+              variables: JSON.parse(row.variables) as Record<string, string | number | boolean>,
+              fromNumber: row.from_number,
+              toNumber: row.to_number,
+              queued: true,
+            };
+          },
+        },
       );
-      answered.attach(call);
       logger.info({ callId, sipCallId: dialog.callId, to: row.to_number, from: row.from_number, trunk: row.trunk_id }, 'outbound call answered');
     } catch (err) {
       clearTimeout(ringTimer);
