@@ -214,8 +214,7 @@ export class InboundCalls {
         throw err;
       });
       callId = this.deps.runtime.newCallId();
-      const leg = rtp;
-      const { call } = await startPhoneCall(
+      const call = await startPhoneCall(
         { ...this.deps, logger },
         {
           direction: 'inbound',
@@ -224,7 +223,7 @@ export class InboundCalls {
           agentId: route.agentId,
           ownNumber: null,
           dialog,
-          rtp: leg,
+          rtp,
           media: answer,
           noiseSuppression: policy.noiseSuppression,
           lease,

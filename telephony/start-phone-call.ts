@@ -51,13 +51,13 @@ export type AgentStart = Omit<StartCall, 'mode' | 'inputRate' | 'outputRate' | '
 /**
  * Puts the agent on an answered line. `onAnswered` gets the PhoneCall as soon as it exists (the leg is then its: the
  * caller's error path ends the PhoneCall instead of finishing the leg); `agent` then says how to start the session
- * (an outbound call listens for a machine first). Resolves with the PhoneCall and the running call.
+ * (an outbound call listens for a machine first). Resolves with the running call.
  */
 export async function startPhoneCall(
   deps: PhoneLineDeps,
   line: AnsweredLine,
   hooks: { onAnswered(phone: PhoneCall): void; agent(phone: PhoneCall): Promise<AgentStart> },
-): Promise<{ phone: PhoneCall; call: RunningCall }> {
+): Promise<RunningCall> {
   const { callId, dialog, rtp } = line;
   // From the answer on, the call is noted with its dialog: if this server dies, another hangs it up.
   await deps.live?.hold(callId, line.orgId, dialog.snapshot());
@@ -88,5 +88,5 @@ export async function startPhoneCall(
     (e) => phone.onEvent(e),
   );
   phone.attach(call);
-  return { phone, call };
+  return call;
 }
