@@ -1,6 +1,6 @@
 import { defineConfig } from 'vitest/config';
 
-// Three tiers of test files (README "Tests"). Each file that needs a server starts its own real server process(es);
+// Three tiers of test files (docs/testing.md). Each file that needs a server starts its own real server process(es);
 // forks keep native modules out of worker threads.
 //  - unit: no server, no peers, no database (`npm run test:unit`, the inner loop).
 //  - shared: servers, peers and databases, two files at a time. Every file has its own store (a temp dir, a private
@@ -13,7 +13,7 @@ import { defineConfig } from 'vitest/config';
 export const UNIT = [
   'agent_brains', 'agent_turn_taking', 'ambience', 'audio_codecs', 'audio_containers', 'audio_frames', 'audio_resample',
   'engine_queue', 'layers', 'loop_reservations', 'prompt_score', 'redaction', 'rtp_clock', 'rtp_sdp', 'rtp_packets', 'rtp_sendpool',
-  'sdp_media_policy', 'security_scan', 'stt_live_engine', 'stt_whisper', 'tools_api_call', 'tts_chunker', 'tts_flite',
+  'sdp_media_policy', 'security_scan', 'settings_schema', 'stt_live_engine', 'stt_whisper', 'tools_api_call', 'tts_chunker', 'tts_flite',
   'tts_flite_text', 'tts_piper', 'turn_behaviour', 'turn_end_of_turn', 'vad_silero',
 ];
 

@@ -26,15 +26,12 @@
 //     A level is held when every phone call completed its turns and the server sent no mid-turn silence for lack of
 //     agent audio (parley_rtp_output_underrun_seconds_total) and skipped no send-clock tick
 //     (parley_rtp_clock_skipped_ticks_total): output never behind real time. Levels rise until one is not held.
-//  3. Where the RTP leg runs, side by side: BENCH_MEDIA_THREADS=worker,main starts one server per PARLEY_MEDIA_THREAD
-//     value (each with its own store, agent and trunk) and, at every level, runs the same phone calls against each in
-//     turn; the first is the one reported above and whose levels decide "held", the others get a table of their own.
-//  4. Outbound calls (bench/lib/outbound.ts; BENCH_OUTBOUND=0 skips it, `npm run bench:outbound` runs it alone): dialer
+//  3. Outbound calls (bench/lib/outbound.ts; BENCH_OUTBOUND=0 skips it, `npm run bench:outbound` runs it alone): dialer
 //     pacing at cpsLimit 50 with one server and with two sharing PostgreSQL and Redis, and outbound answer -> first
 //     agent audio.
 // Env: BENCH_SETUP_CALLS (60), BENCH_SETUP_RATE (4), BENCH_SETUP_HOLD_MS (500), BENCH_LEVELS (1,4,8,12,16),
 // BENCH_TURNS (4), BENCH_TURNS_AT_1 (16), BENCH_SIDE_ORDER (sip, ws, alternate or mixed: which side runs first at each level, or both at once; sip), BENCH_PAUSE_MS (1000), BENCH_STAGGER_MS (2000), BENCH_WS_RATE (8000 or 16000; 8000),
-// BENCH_MEDIA_THREADS (worker; a comma list of worker and main), BENCH_CALLER_NICE (-10: the callers' nice value once the
+// BENCH_CALLER_NICE (-10: the callers' nice value once the
 // servers run, where allowed, so the bench's own scheduling stays out of the RTP timing; 0 leaves it), BENCH_CALLER_SLICE (1:
 // the callers' thread takes the media thread's 0.1 ms time slice, as PARLEY_MEDIA_PRIORITY=latency; 0 leaves it), BENCH_HOST_NOISE_S
 // (10: seconds of a bare 20 ms timer, at nice 0 with the servers idle, before the first level and after the last: the
@@ -99,10 +96,6 @@ if (WS_RATE !== 8000 && WS_RATE !== 16000) throw new Error('BENCH_WS_RATE must b
  */
 const SIDE_ORDER = process.env.BENCH_SIDE_ORDER ?? 'sip';
 if (!['sip', 'ws', 'alternate', 'mixed'].includes(SIDE_ORDER)) throw new Error('BENCH_SIDE_ORDER must be sip, ws, alternate or mixed');
-const MEDIA_THREADS = (process.env.BENCH_MEDIA_THREADS ?? 'worker').split(',').map((m) => m.trim());
-if (!MEDIA_THREADS.length || MEDIA_THREADS.some((m) => m !== 'worker' && m !== 'main') || new Set(MEDIA_THREADS).size !== MEDIA_THREADS.length) {
-  throw new Error('BENCH_MEDIA_THREADS must be a comma list of distinct values, each worker or main');
-}
 
 
 const started = performance.now();
@@ -304,7 +297,6 @@ interface Side {
 }
 
 type SipSide = Side & {
-  mediaThread: string;
   deviationP99Ms: number;
   deviationMaxMs: number;
   sendDeviationP99Ms: number;
@@ -324,8 +316,6 @@ interface LevelRow {
   ws: Side;
   /** BENCH_SIDE_ORDER=mixed: the phone half of the N calls run at once with `ws`; compared with it instead of `sip`. */
   sipMixed?: Side;
-  /** The same phone calls against the servers of the other BENCH_MEDIA_THREADS values. */
-  others: SipSide[];
 }
 
 /** The side the web calls of a row are compared with. */
@@ -378,9 +368,8 @@ async function side(
 // Main
 // ---------------------------------------------------------------------------------------------------------
 
-/** One server under test per BENCH_MEDIA_THREADS value; the first is the primary. */
+/** The server under test. */
 interface Target {
-  mediaThread: string;
   store: StoreEnv;
   server: TestServer | null;
   /** Media counters at the end of the previous level. */
@@ -393,7 +382,7 @@ let callerSliceSet = false;
 let failure: string | null = null;
 let setup: Awaited<ReturnType<typeof setupPhase>> | null = null;
 const rows: LevelRow[] = [];
-const serverEnds: Array<{ mediaThread: string; sending: string; exit: number | null; problems: string[] }> = [];
+const serverEnds: Array<{ sending: string; exit: number | null; problems: string[] }> = [];
 let stoppedBecause: string | null = null;
 /** The host's timer noise with the servers idle, before the first level and after the last. */
 const hostNoise: { before: HostNoise | null; after: HostNoise | null } = { before: null, after: null };
@@ -430,20 +419,20 @@ async function phoneSide(t: Target, n: number, turns: number, speech: Buffer[], 
     const { windows: _w, ...counts } = stalls;
     vcpuStalls = { ...counts, touchedPct: r1((touched / Math.max(1, deviations.length)) * 100), deviationP99OutsideMs: q(outside, 0.99) };
   }
-  return { ...phone.side, mediaThread: t.mediaThread, deviationP99Ms: q(deviations, 0.99), deviationMaxMs: r1(deviations.length ? Math.max(...deviations) : NaN), sendDeviationP99Ms, underrunS, skippedTicks, held, vcpuStalls };
+  return { ...phone.side, deviationP99Ms: q(deviations, 0.99), deviationMaxMs: r1(deviations.length ? Math.max(...deviations) : NaN), sendDeviationP99Ms, underrunS, skippedTicks, held, vcpuStalls };
 }
 
 try {
   let agentId = '';
-  for (const [i, mediaThread] of MEDIA_THREADS.entries()) {
-    const t: Target = { mediaThread, store: freshStore('sqlite'), server: null, counters: { underrunS: 0, skippedTicks: 0, sendDeviation: new Map() } };
+  {
+    const t: Target = { store: freshStore('sqlite'), server: null, counters: { underrunS: 0, skippedTicks: 0, sendDeviation: new Map() } };
     targets.push(t);
-    t.server = await startServer({ store: t.store, env: { ...SERVER_ENV, PARLEY_MEDIA_THREAD: mediaThread, PARLEY_RTP_PORTS: `${10000 + i * 10000}-${19999 + i * 10000}` } });
+    t.server = await startServer({ store: t.store, env: { ...SERVER_ENV, PARLEY_RTP_PORTS: '10000-19999' } });
     const s = t.server;
     if (!s.sipPort) throw new Error('the server did not start its SIP leg');
-    log(`server up, media thread ${mediaThread} (HTTP ${s.port}, SIP ${STACK_HOST}:${s.sipPort}); agent, trunk`);
+    log(`server up (HTTP ${s.port}, SIP ${STACK_HOST}:${s.sipPort}); agent, trunk`);
     const id = await createBenchAgent(s, 'telephony bench');
-    if (i === 0) agentId = id;
+    agentId = id;
     const trunk = await s.request('POST', `${A}/sip-trunk/inbound`, { body: { name: 'Bench carrier', numbers: [NUMBER] } });
     if (trunk.status !== 201) throw new Error(`POST /sip-trunk/inbound -> ${trunk.status}: ${trunk.text}`);
     const answers = await s.request('POST', `${A}/agent/${id}/answers`, { body: { sourceKind: 'sipTrunk', sourceId: trunk.body.data._id } });
@@ -482,11 +471,11 @@ try {
   const sliceRefused = CALLER_SLICE ? setThreadSlice(MEDIA_SLICE_NS) : 'BENCH_CALLER_SLICE=0';
   callerSliceSet = sliceRefused === null;
   log(`callers' nice value ${os.getPriority(0)} (asked ${CALLER_NICE}); time slice ${callerSliceSet ? `${MEDIA_SLICE_NS / 1000} us` : `default (${sliceRefused})`}`);
-  log('warm-up: one phone call per server and one web call, one turn each (not reported)');
+  log('warm-up: one phone call and one web call, one turn each (not reported)');
   const seen = new Set<string>();
   for (const t of targets) {
     const w = await phoneCall(t.server as TestServer, phoneSpeech, 0, 0, 1);
-    if (w.error) throw new Error(`warm-up phone call (${t.mediaThread}) failed: ${w.error}`);
+    if (w.error) throw new Error(`warm-up phone call failed: ${w.error}`);
     await phoneRecords(t.server as TestServer, seen);
     t.counters = await mediaCounters(t.server as TestServer);
   }
@@ -501,7 +490,7 @@ try {
     const turns = n === 1 ? TURNS_AT_1 : TURNS;
     const mixed = SIDE_ORDER === 'mixed' && n > 1;
     const webFirst = SIDE_ORDER === 'ws' || (SIDE_ORDER === 'alternate' && LEVELS.indexOf(n) % 2 === 1);
-    const phoneText = `${n} phone call(s) x ${turns} turns${targets.length > 1 ? ` against each server (${MEDIA_THREADS.join(', ')})` : ''}`;
+    const phoneText = `${n} phone call(s) x ${turns} turns`;
     const webCount = mixed ? Math.floor(n / 2) : n;
     log(
       `level ${n}: ${
@@ -514,7 +503,7 @@ try {
         const sip = await phoneSide(t, n, turns, phoneSpeech, seen);
         sips.push(sip);
         log(
-          `  SIP (${t.mediaThread}) v2v p50 ${fmt(sip.v2vP50Ms)} p95 ${fmt(sip.v2vP95Ms)} ms; RTP deviation p99 ${fmt(sip.deviationP99Ms, 1)} ms (at the send ${fmt(sip.sendDeviationP99Ms, 1)}); ` +
+          `  SIP v2v p50 ${fmt(sip.v2vP50Ms)} p95 ${fmt(sip.v2vP95Ms)} ms; RTP deviation p99 ${fmt(sip.deviationP99Ms, 1)} ms (at the send ${fmt(sip.sendDeviationP99Ms, 1)}); ` +
             `underrun ${sip.underrunS} s, skipped ticks ${sip.skippedTicks}: ${sip.held ? 'held' : 'NOT held'}`,
         );
         log(`    ${describeStalls(sip.vcpuStalls)}`);
@@ -555,7 +544,7 @@ try {
       await phones();
       web = await webs();
     }
-    const row: LevelRow = { level: n, first: mixed ? 'mixed' : webFirst ? 'ws' : 'sip', sip: sips[0] as SipSide, ws: web.side, sipMixed, others: sips.slice(1) };
+    const row: LevelRow = { level: n, first: mixed ? 'mixed' : webFirst ? 'ws' : 'sip', sip: sips[0] as SipSide, ws: web.side, sipMixed };
     rows.push(row);
     log(`  WS v2v p50 ${fmt(row.ws.v2vP50Ms)} p95 ${fmt(row.ws.v2vP95Ms)} ms; paired SIP-WS p50 ${fmt(pairedDelta(row))} ms`);
     if (!row.sip.held) {
@@ -570,14 +559,14 @@ try {
   }
 } catch (err) {
   failure = err instanceof Error ? err.message : String(err);
-  for (const t of targets) if (t.server) failure += `\nserver (${t.mediaThread}) exit code ${t.server.exitCode}; last log lines:\n${t.server.logs.slice(-15).join('\n')}`;
+  for (const t of targets) if (t.server) failure += `\nserver exit code ${t.server.exitCode}; last log lines:\n${t.server.logs.slice(-15).join('\n')}`;
 } finally {
   // The outbound phase's servers and peers must not inherit the callers' nice value or time slice.
   if (callerNiceBefore !== null) os.setPriority(0, callerNiceBefore);
   if (callerSliceSet) setThreadSlice(0);
   killPeers();
   for (const t of targets) {
-    if (t.server) serverEnds.push({ mediaThread: t.mediaThread, sending: describeSending(t.server.logs), ...(await stopAndCollectProblems(t.server)) });
+    if (t.server) serverEnds.push({ sending: describeSending(t.server.logs), ...(await stopAndCollectProblems(t.server)) });
     await t.store.cleanup();
   }
 }
@@ -587,7 +576,7 @@ const outbound = failure || process.env.BENCH_OUTBOUND === '0' ? null : await ou
 // ---------------------------------------------------------------------------------------------------------
 // Report
 // ---------------------------------------------------------------------------------------------------------
-console.log(`\nPhone calls over SIP/RTP (media thread ${MEDIA_THREADS[0]}) beside web calls at ${WS_RATE} Hz (node ${process.version}, ${os.cpus().length} CPUs, ${TURNS} turns per caller (${TURNS_AT_1} at 1 call), web chunks ${WS_CHUNK_MS} ms, pause ${PAUSE_MS} ms, start spread ${STAGGER_MS} ms)`);
+console.log(`\nPhone calls over SIP/RTP beside web calls at ${WS_RATE} Hz (node ${process.version}, ${os.cpus().length} CPUs, ${TURNS} turns per caller (${TURNS_AT_1} at 1 call), web chunks ${WS_CHUNK_MS} ms, pause ${PAUSE_MS} ms, start spread ${STAGGER_MS} ms)`);
 if (setup) console.log(`\nCall set-up (sipp uac, ${SETUP_CALLS} calls at ${SETUP_RATE}/s): INVITE -> 200 OK p50 ${fmt(setup.p50, 1)} ms, p95 ${fmt(setup.p95, 1)} ms, max ${fmt(setup.max, 1)} ms over ${setup.calls} answered calls; finals ${JSON.stringify(setup.statuses)}`);
 printTable(
   'Voice to voice (caller stops speaking -> first agent audio at the caller), ms; engine e2e from the call records; SIP media quality (of the phone calls alone); with BENCH_SIDE_ORDER=mixed the SIP and WS columns are the half-and-half run, "SIP alone" the phone calls alone',
@@ -637,20 +626,7 @@ printTable(
   }),
   0,
 );
-if (targets.length > 1) {
-  printTable(
-    'The same phone calls by where the RTP leg runs (PARLEY_MEDIA_THREAD), each against its own server, in turn at every level',
-    ['calls', 'media thread', 'SIP v2v p50', 'SIP v2v p95', 'SIP e2e p50', 'RTP dev p99', 'RTP dev max', 'underrun s', 'skipped', 'srv CPU', 'failed', 'held'],
-    rows.flatMap((r) =>
-      [r.sip, ...r.others].map((x) => [
-        String(r.level), x.mediaThread, fmt(x.v2vP50Ms), fmt(x.v2vP95Ms), fmt(x.e2eP50Ms), fmt(x.deviationP99Ms, 1), fmt(x.deviationMaxMs, 1),
-        String(x.underrunS), String(x.skippedTicks), `${fmt(x.serverCpuPct)}%`, String(x.failed), x.held ? 'yes' : 'NO',
-      ]),
-    ),
-    0,
-  );
-}
-for (const r of rows) for (const e of [...r.others.flatMap((o) => o.errors.map((x) => `SIP (${o.mediaThread}): ${x}`)), ...r.sip.errors.map((x) => `SIP: ${x}`), ...(r.sipMixed?.errors ?? []).map((x) => `SIP (mixed): ${x}`), ...r.ws.errors.map((x) => `WS: ${x}`)].slice(0, 4)) console.log(`  ${r.level} calls: ${e.slice(0, 300)}`);
+for (const r of rows) for (const e of [...r.sip.errors.map((x) => `SIP: ${x}`), ...(r.sipMixed?.errors ?? []).map((x) => `SIP (mixed): ${x}`), ...r.ws.errors.map((x) => `WS: ${x}`)].slice(0, 4)) console.log(`  ${r.level} calls: ${e.slice(0, 300)}`);
 if (stoppedBecause) console.log(`  stopped: ${stoppedBecause}`);
 
 const held = rows.filter((r) => r.sip.held && rows.every((x) => x.level > r.level || x.sip.held));
@@ -687,7 +663,7 @@ for (const [when, n] of [['before the levels', hostNoise.before], ['after them',
 }
 console.log(`  concurrent calls held with output never behind real time: ${goals.maxCallsHeld}${goals.firstLevelNotHeld ? ` (level ${goals.firstLevelNotHeld} was not)` : ' (highest level run)'}`);
 for (const end of serverEnds) {
-  console.log(`\nserver (media thread ${end.mediaThread}; ${end.sending}): exit code on SIGTERM ${end.exit}; ${end.problems.length} log lines at warn or above / stderr`);
+  console.log(`\nserver (${end.sending}): exit code on SIGTERM ${end.exit}; ${end.problems.length} log lines at warn or above / stderr`);
   for (const l of end.problems.slice(0, 10)) console.log(`  ${l.slice(0, 300)}`);
 }
 if (outbound) {
@@ -705,7 +681,7 @@ writeFileSync(
       node: process.version,
       cpus: os.cpus().length,
       timestamp: new Date().toISOString(),
-      config: { mediaThreads: MEDIA_THREADS, sideOrder: SIDE_ORDER, wsRate: WS_RATE, setupCalls: SETUP_CALLS, setupRate: SETUP_RATE, setupHoldMs: SETUP_HOLD_MS, levels: LEVELS, turns: TURNS, turnsAt1: TURNS_AT_1, wsChunkMs: WS_CHUNK_MS, pauseMs: PAUSE_MS, staggerMs: STAGGER_MS, serverEnv: SERVER_ENV },
+      config: { sideOrder: SIDE_ORDER, wsRate: WS_RATE, setupCalls: SETUP_CALLS, setupRate: SETUP_RATE, setupHoldMs: SETUP_HOLD_MS, levels: LEVELS, turns: TURNS, turnsAt1: TURNS_AT_1, wsChunkMs: WS_CHUNK_MS, pauseMs: PAUSE_MS, staggerMs: STAGGER_MS, serverEnv: SERVER_ENV },
       goals,
       hostNoise,
       setup,

@@ -1,8 +1,9 @@
 // Turns a stored agent configuration (wire field names) into the engine's AgentSpec; picks a voice we actually have.
+// A field the stored configuration lacks takes its default from AGENT_CONFIG_DEFAULTS (control-plane/agents/config.ts).
 import type { AgentSpec, Vars } from '../engine/agent/types.js';
-import { DEFAULT_MAX_DELAY_MS, DEFAULT_MIN_DELAY_MS, DEFAULT_TRIGGER_S } from '../engine/turn/end-of-turn.js';
 import type { ModelRegistry } from '../engine/models/registry.js';
 import { isBackgroundSound } from '../engine/audio/ambience.js';
+import { AGENT_CONFIG_DEFAULTS as D } from '../control-plane/agents/config.js';
 
 const obj = (v: unknown): Record<string, unknown> => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
 const num = (v: unknown, fallback: number): number => (typeof v === 'number' && Number.isFinite(v) ? v : fallback);
@@ -26,7 +27,7 @@ export function agentSpec(agentId: string, workflowType: string, config: Record<
   const smart = obj(config.smartTurnConfig);
   const idle = obj(config.llmIdleTimeoutConfig);
   const session = obj(config.sessionTimeoutConfig);
-  const minDelayMs = num(endpointing.minDelayMs, DEFAULT_MIN_DELAY_MS);
+  const minDelayMs = num(endpointing.minDelayMs, D.endpointingConfig.minDelayMs);
   const tz = config.timezone;
   return {
     agentId,
@@ -37,34 +38,34 @@ export function agentSpec(agentId: string, workflowType: string, config: Record<
     workflowGraph: config.workflowGraph ?? null,
     tools: Array.isArray(config.tools) ? (config.tools as Record<string, unknown>[]) : [],
     voiceId: resolveVoice(registry, str(voiceConfig.voiceId), str(voiceConfig.gender)),
-    voiceGender: str(voiceConfig.gender) ?? 'female',
-    // The wire's default speed is 1.2; it maps to the voice's natural rate (speed 1 for the synthesiser).
-    speed: Math.min(2, Math.max(0.4, num(synth.speed, 1.2) / 1.2)),
-    languageDefault: str(language.default) ?? 'en',
-    languagesSupported: Array.isArray(language.supported) ? (language.supported as string[]) : [str(language.default) ?? 'en'],
-    timezone: typeof tz === 'string' || (tz && typeof tz === 'object') ? (tz as AgentSpec['timezone']) : 'UTC',
+    voiceGender: str(voiceConfig.gender) ?? D.synthesizer.voiceConfig.gender,
+    // The wire's default speed (1.2) is the voice's natural rate (speed 1 for the synthesiser).
+    speed: Math.min(2, Math.max(0.4, num(synth.speed, D.synthesizer.speed) / D.synthesizer.speed)),
+    languageDefault: str(language.default) ?? D.language.default,
+    languagesSupported: Array.isArray(language.supported) ? (language.supported as string[]) : [str(language.default) ?? D.language.default],
+    timezone: typeof tz === 'string' || (tz && typeof tz === 'object') ? (tz as AgentSpec['timezone']) : D.timezone,
     defaultVariables: obj(config.defaultVariables) as Vars,
-    allowInterruptions: bool(config.allowInterruptions, true),
-    waitForUserToSpeakFirst: bool(config.waitForUserToSpeakFirst, false),
-    interruptionBackoffSeconds: num(config.interruptionBackoffTimer, 0),
+    allowInterruptions: bool(config.allowInterruptions, D.allowInterruptions),
+    waitForUserToSpeakFirst: bool(config.waitForUserToSpeakFirst, D.waitForUserToSpeakFirst),
+    interruptionBackoffSeconds: num(config.interruptionBackoffTimer, D.interruptionBackoffTimer),
     vad: {
-      confidence: num(vad.confidence, 0.5),
-      minVolume: num(vad.minVolume, 0),
-      triggerTimeInSecs: num(vad.triggerTimeInSecs, DEFAULT_TRIGGER_S),
-      releaseTimeInSecs: num(vad.releaseTimeInSecs, 0.8),
+      confidence: num(vad.confidence, D.voiceDetectionConfig.confidence),
+      minVolume: num(vad.minVolume, D.voiceDetectionConfig.minVolume),
+      triggerTimeInSecs: num(vad.triggerTimeInSecs, D.voiceDetectionConfig.triggerTimeInSecs),
+      releaseTimeInSecs: num(vad.releaseTimeInSecs, D.voiceDetectionConfig.releaseTimeInSecs),
     },
-    endpointing: { minDelayMs, maxDelayMs: Math.max(minDelayMs, num(endpointing.maxDelayMs, DEFAULT_MAX_DELAY_MS)) },
+    endpointing: { minDelayMs, maxDelayMs: Math.max(minDelayMs, num(endpointing.maxDelayMs, D.endpointingConfig.maxDelayMs)) },
     // Smart turn is on unless switched off; waitTimeInSecs caps its wait for a turn that sounds unfinished.
-    smartTurn: { enabled: bool(smart.isEnabled, true), waitMs: Math.round(num(smart.waitTimeInSecs, 0) * 1000) },
+    smartTurn: { enabled: bool(smart.isEnabled, D.smartTurnConfig.isEnabled), waitMs: Math.round(num(smart.waitTimeInSecs, D.smartTurnConfig.waitTimeInSecs) * 1000) },
     idle: {
-      chatSeconds: num(idle.chatTimeoutTimeInSecs, 60),
-      webcallSeconds: num(idle.webcallTimeoutTimeInSecs, 20),
-      telephonySeconds: num(idle.telephonyTimeoutTimeInSecs, 20),
-      maxRetries: num(idle.maxRetries, 2),
+      chatSeconds: num(idle.chatTimeoutTimeInSecs, D.llmIdleTimeoutConfig.chatTimeoutTimeInSecs),
+      webcallSeconds: num(idle.webcallTimeoutTimeInSecs, D.llmIdleTimeoutConfig.webcallTimeoutTimeInSecs),
+      telephonySeconds: num(idle.telephonyTimeoutTimeInSecs, D.llmIdleTimeoutConfig.telephonyTimeoutTimeInSecs),
+      maxRetries: num(idle.maxRetries, D.llmIdleTimeoutConfig.maxRetries),
     },
-    sessionTimeoutSeconds: num(session.timeoutTimeInSecs, 1800),
-    muteUserUntilFirstBotResponse: bool(config.muteUserUntilFirstBotResponse, false),
-    denoise: bool(obj(config.denoisingConfig).isEnabled, false),
+    sessionTimeoutSeconds: num(session.timeoutTimeInSecs, D.sessionTimeoutConfig.timeoutTimeInSecs),
+    muteUserUntilFirstBotResponse: bool(config.muteUserUntilFirstBotResponse, D.muteUserUntilFirstBotResponse),
+    denoise: bool(obj(config.denoisingConfig).isEnabled, D.denoisingConfig.isEnabled),
     // '' (the default) is no ambience.
     backgroundSound: isBackgroundSound(config.backgroundSound) ? config.backgroundSound : undefined,
   };

@@ -47,8 +47,6 @@ import { agentConnectSocket } from '../transports/ws/agent-connect.js';
 import { SessionLimits } from '../calls/session-limits.js';
 import { SipStack } from '../telephony/sip/stack.js';
 import { InboundCalls } from '../telephony/inbound.js';
-import { PortAllocator } from '../telephony/media/ports.js';
-import { mainThreadLegs } from '../telephony/media/leg.js';
 import { MediaWorker } from '../telephony/media/remote.js';
 import { OutboundDialer } from '../telephony/outbound/dialer.js';
 import { CallTransfers } from '../telephony/transfer.js';
@@ -146,7 +144,6 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
     modelsDir: settings.modelsDir,
     concurrency: settings.inferenceConcurrency,
     maxWaiting: settings.inferenceQueue,
-    scheduler: settings.inferenceScheduler,
     synthesisWorkers: settings.inferenceConcurrency,
     sttBeams: settings.sttBeams,
     sttLiveBeams: settings.sttLiveBeams,
@@ -163,7 +160,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   const limits = new SessionLimits(settings.sessionCaps);
   ttsLiveSockets(server, settings.wavesPrefix, registry, logger, limits);
   sttLiveSockets(server, settings.wavesPrefix, registry, logger, limits, settings.sttIdleSeconds);
-  s2sSocket(server, settings.wavesPrefix, { registry, logger, llm: settings.llm, draining: () => server.isDraining, toolTimeoutMs: settings.s2sToolTimeoutMs, maxSessions: settings.s2sMaxSessions, limits });
+  s2sSocket(server, settings.wavesPrefix, { registry, logger, llm: settings.llm, draining: () => server.isDraining, toolTimeoutMs: settings.s2sToolTimeoutMs, limits });
   sttRoutes(server, settings.wavesPrefix, registry, { maxBodyBytes: settings.sttMaxBytes, maxAudioSeconds: settings.sttMaxSeconds }, logger, { allowPrivate: settings.allowPrivateEgress });
   // Recordings: files under the data dir unless PARLEY_RECORDING_STORE=database (every server sharing the store serves them).
   const recordingStore = settings.recordingStore ?? 'files';
@@ -205,8 +202,9 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   // Digest nonces are signed with a secret in the store, so a challenge one server made is good at every other.
   if (settings.sip.port !== null) useNonceSecret(await loadSigningSecret(store.db, 'sip_digest_nonce_key'));
   const sip = settings.sip.port === null ? null : await SipStack.start({ host: settings.sip.host, port: settings.sip.port, publicAddress: settings.sip.publicAddress, logger });
-  const media = settings.sip.mediaThread === 'worker' ? new MediaWorker(settings.sip.rtpPorts, settings.sip.mediaPriority, { senders: settings.sip.rtpSenders, leadMs: settings.sip.rtpSendLeadMs }) : mainThreadLegs(new PortAllocator(settings.sip.rtpPorts));
-  if (sip && media instanceof MediaWorker) {
+  // Every call's RTP runs on the media worker thread.
+  const media = new MediaWorker(settings.sip.rtpPorts, settings.sip.mediaPriority, { senders: settings.sip.rtpSenders, leadMs: settings.sip.rtpSendLeadMs });
+  if (sip) {
     await media.start();
     const p = media.priority;
     if (p?.reason) logger.info({ wanted: settings.sip.mediaPriority, priority: p.priority, reason: p.reason }, `media thread: ${settings.sip.mediaPriority} scheduling not available here, normal priority`);

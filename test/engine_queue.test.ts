@@ -39,8 +39,8 @@ describe('InferenceQueue', () => {
     expect(queue.depth).toEqual({ running: 0, waiting: 0 });
   });
 
-  it('tells each job how many of its lane wait behind it when it starts (PARLEY_STT_SHORT_WINDOW=busy reads it)', async () => {
-    const queue = new InferenceQueue(1, 8, { scheduler: 'split' });
+  it('tells each job how many wait behind it when it starts (PARLEY_STT_SHORT_WINDOW=busy reads it)', async () => {
+    const queue = new InferenceQueue(1, 8);
     const gates = [deferred(), deferred(), deferred()];
     const told: Record<string, number> = {};
     const job = (name: string, gate?: Promise<void>) => async ({ waitingBehind }: { waitingBehind: number }) => {
@@ -50,9 +50,7 @@ describe('InferenceQueue', () => {
     const a = queue.run(job('a', gates[0]?.promise), 'live');
     const b = queue.run(job('b', gates[1]?.promise), 'speculative');
     const c = queue.run(job('c', gates[2]?.promise), 'interim');
-    // Synthesis has its own lane under `split`: it neither waits behind recognition nor counts as behind it.
-    await queue.run(job('synthesis'), 'synthesis');
-    expect(told).toEqual({ a: 0, synthesis: 0 });
+    expect(told).toEqual({ a: 0 });
     gates[0]?.resolve();
     await a;
     await new Promise((r) => setImmediate(r));

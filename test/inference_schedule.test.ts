@@ -1,6 +1,6 @@
 // Scheduling inference for conversations (issue 15 point 2): waiting jobs are served by kind priority then age, an
-// old job rises so none starves, a job whose signal fires while it waits never runs, synthesis may have its own
-// slots; and in a real agent session the speculation made useless by speech resuming is dropped, not run.
+// old job rises so none starves, a job whose signal fires while it waits never runs, synthesis and recognition share
+// the slots; and in a real agent session the speculation made useless by speech resuming is dropped, not run.
 import { describe, expect, it } from 'vitest';
 import { INFERENCE_KINDS, InferenceQueue, isAbortError, type InferenceKind } from '../engine/models/queue.js';
 import { AgentCaller, connectUrl, speech } from './support/agent-client.js';
@@ -49,14 +49,6 @@ describe('InferenceQueue scheduling', () => {
     expect(q.started).toEqual(['holder', 'live', 'synthesis_first', 'synthesis', 'speculative', 'file', 'interim']);
   });
 
-  it('keeps arrival order under the fifo scheduler', async () => {
-    const q = busyQueue({ scheduler: 'fifo' });
-    const jobs = (['interim', 'file', 'live', 'synthesis_first'] as const).map((kind) => q.job(kind, kind));
-    q.release();
-    await Promise.all([q.holder, ...jobs]);
-    expect(q.started).toEqual(['holder', 'interim', 'file', 'live', 'synthesis_first']);
-  });
-
   it('drops a waiting job whose signal fires: it never runs, rejects at once, and the slot goes to the next', async () => {
     const q = busyQueue({});
     const abort = new AbortController();
@@ -98,19 +90,16 @@ describe('InferenceQueue scheduling', () => {
     expect(q.started).toEqual(['holder', 'old file', 'fresh live', 'young file']);
   });
 
-  it('gives synthesis its own slots under the split scheduler, and none under priority', async () => {
-    for (const scheduler of ['split', 'priority'] as const) {
-      const q = busyQueue({ scheduler });
-      const synth = q.job('synthesis', 'synthesis_first');
-      const recog = q.job('live', 'live');
-      await sleep(30);
-      // Split: the phrase ran beside the held recognition slot; the live final still waits for that slot.
-      expect(q.started, scheduler).toEqual(scheduler === 'split' ? ['holder', 'synthesis'] : ['holder']);
-      expect(q.queue.depth, scheduler).toEqual({ running: 1, waiting: scheduler === 'split' ? 1 : 2 });
-      q.release();
-      await Promise.all([q.holder, synth, recog]);
-      expect(q.started, scheduler).toEqual(scheduler === 'split' ? ['holder', 'synthesis', 'live'] : ['holder', 'live', 'synthesis']);
-    }
+  it('gives synthesis no slots of its own: a first phrase waits behind a held recognition, and a live final goes first', async () => {
+    const q = busyQueue({});
+    const synth = q.job('synthesis', 'synthesis_first');
+    const recog = q.job('live', 'live');
+    await sleep(30);
+    expect(q.started).toEqual(['holder']);
+    expect(q.queue.depth).toEqual({ running: 1, waiting: 2 });
+    q.release();
+    await Promise.all([q.holder, synth, recog]);
+    expect(q.started).toEqual(['holder', 'live', 'synthesis']);
   });
 });
 

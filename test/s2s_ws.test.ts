@@ -84,8 +84,8 @@ beforeAll(async () => {
       store,
       env: { PARLEY_WARM_MODELS: 'true', PARLEY_LLM_BASE_URL: llmBase, PARLEY_LLM_MODEL: 'test-model', PARLEY_S2S_TOOL_TIMEOUT_MS: String(TOOL_TIMEOUT_MS) },
     }),
-    // No default language model; at most one s2s session.
-    startServer({ store: bareStore, env: { PARLEY_LLM_BASE_URL: '', PARLEY_S2S_MAX_SESSIONS: '1' } }),
+    // No default language model; at most one speech session (an s2s session is one).
+    startServer({ store: bareStore, env: { PARLEY_LLM_BASE_URL: '', PARLEY_MAX_SPEECH_SESSIONS: '1' } }),
   ]);
 }, 120_000);
 
@@ -241,16 +241,13 @@ describe('WSS /s2s: without a default language model', () => {
     await c.closed;
   });
 
-  it('over the session cap: error server_full, then close 1013', async () => {
+  it('over the speech-session cap: 503 before the upgrade', async () => {
     const first = client({}, bare);
     await first.opened;
     await first.waitFor((f) => f.type === 'session.created');
-    const second = client({}, bare);
-    await second.opened;
-    await second.closed;
-    expect(second.closeCode).toBe(1013);
-    expect(second.frames.map((f) => f.type)).toEqual(['error']);
-    expect(second.frames[0]?.error).toMatchObject({ type: 'server_error', code: 'server_full' });
+    const second = await upgradeRefusal(s2sUrl(bare, { model: 'hydra-v1.1', api_key: bare.key }));
+    expect(second.status).toBe(503);
+    expect(String(second.body.error)).toMatch(/limit of 1 concurrent speech sessions/);
     first.close();
     await first.closed;
   });

@@ -133,12 +133,13 @@ describe('SIP stack shutdown', () => {
 });
 
 describe('SIP settings', () => {
-  it('PARLEY_SIP_PORT (default 5060, 0 any free port, off), PARLEY_SIP_HOST, PARLEY_SIP_PUBLIC_ADDRESS, the RTP ports, media thread and its priority, and timeout', () => {
-    const media = { rtpPorts: { min: 10000, max: 20000 }, mediaThread: 'worker', mediaPriority: 'latency', rtpSenders: 2, rtpSendLeadMs: 10, rtpTimeoutSecs: 60 };
+  it('PARLEY_SIP_PORT (default 5060, 0 any free port, off), PARLEY_SIP_HOST, PARLEY_SIP_PUBLIC_ADDRESS, the RTP ports, the media thread\'s priority, and timeout', () => {
+    const media = { rtpPorts: { min: 10000, max: 20000 }, mediaPriority: 'latency', rtpSenders: 2, rtpSendLeadMs: 10, rtpTimeoutSecs: 60 };
     expect(loadSettings({ PARLEY_SIP_HOST: '127.0.0.2' }).sip).toEqual({ port: 5060, host: '127.0.0.2', publicAddress: '127.0.0.2', ...media });
     expect(loadSettings({ PARLEY_SIP_PORT: 'off', PARLEY_SIP_PUBLIC_ADDRESS: 'sip.example.com' }).sip).toEqual({ port: null, host: '0.0.0.0', publicAddress: 'sip.example.com', ...media });
-    expect(loadSettings({ PARLEY_RTP_PORTS: '30000-30099', PARLEY_MEDIA_THREAD: 'main', PARLEY_RTP_TIMEOUT_SECS: '0' }).sip).toMatchObject({ rtpPorts: { min: 30000, max: 30099 }, mediaThread: 'main', rtpTimeoutSecs: 0 });
-    expect(() => loadSettings({ PARLEY_MEDIA_THREAD: 'gpu' })).toThrow('PARLEY_MEDIA_THREAD must be worker or main');
+    expect(loadSettings({ PARLEY_RTP_PORTS: '30000-30099', PARLEY_RTP_TIMEOUT_SECS: '0' }).sip).toMatchObject({ rtpPorts: { min: 30000, max: 30099 }, rtpTimeoutSecs: 0 });
+    // The main-thread option was removed: set at all, it refuses start-up and says where RTP runs now.
+    expect(() => loadSettings({ PARLEY_MEDIA_THREAD: 'main' })).toThrow("PARLEY_MEDIA_THREAD was removed: every call's RTP runs on the media worker thread");
     expect(loadSettings({}).sip.mediaPriority).toBe('latency');
     expect(loadSettings({ PARLEY_MEDIA_PRIORITY: ' Realtime ' }).sip.mediaPriority).toBe('realtime');
     expect(loadSettings({ PARLEY_MEDIA_PRIORITY: 'normal' }).sip.mediaPriority).toBe('normal');

@@ -76,48 +76,63 @@ for (const field of Object.keys(CONFIG_FIELDS)) {
   if (!FIELD_SECTION[field]) throw new Error(`config field ${field} has no section`);
 }
 
+/**
+ * Every configuration field's default, written once: a new agent starts from a copy (`defaultConfig`), and the call
+ * runtime (calls/agent-spec.ts) falls back to these same values for a field a stored configuration lacks.
+ */
+export const AGENT_CONFIG_DEFAULTS = deepFreeze({
+  prompt: '',
+  firstMessage: '',
+  tools: [] as unknown[],
+  toolRefs: [] as unknown[],
+  workflowGraph: null,
+  slmModel: 'electron',
+  model: null,
+  synthesizer: {
+    voiceConfig: { model: 'waves_lightning_v3_1', voiceId: 'nyah', gender: 'female' },
+    speed: 1.2,
+    consistency: 0.5,
+    similarity: 0,
+    enhancement: 1,
+    sampleRate: 16000,
+  },
+  language: {
+    default: 'en',
+    supported: ['en'],
+    switching: { isEnabled: false, minWordsForDetection: 2, strongSignalThreshold: 0.7, weakSignalThreshold: 0.3, minConsecutiveForWeakThresholdSwitch: 2 },
+  },
+  allowInterruptions: true,
+  waitForUserToSpeakFirst: false,
+  muteUserUntilFirstBotResponse: false,
+  interruptionBackoffTimer: 0,
+  voiceMailDetectionConfig: { enabled: false },
+  defaultVariables: {},
+  timezone: 'UTC',
+  voiceDetectionConfig: { confidence: 0.5, minVolume: 0, triggerTimeInSecs: DEFAULT_TRIGGER_S, releaseTimeInSecs: 0.8 },
+  smartTurnConfig: { isEnabled: true, waitTimeInSecs: 0 },
+  endpointingConfig: { minDelayMs: DEFAULT_MIN_DELAY_MS, maxDelayMs: DEFAULT_MAX_DELAY_MS },
+  postCallAnalyticsConfig: { dispositionMetrics: [] as unknown[] },
+  callDispositionConfig: '',
+  llmIdleTimeoutConfig: { chatTimeoutTimeInSecs: 60, webcallTimeoutTimeInSecs: 20, telephonyTimeoutTimeInSecs: 20, maxRetries: 2 },
+  sessionTimeoutConfig: { timeoutTimeInSecs: 1800 },
+  backgroundSound: '',
+  denoisingConfig: { isEnabled: false },
+  pronunciationDicts: [] as unknown[],
+  enableStyleGuide: true,
+  redactionConfig: { isEnabled: false },
+});
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/** A new agent's configuration: a fresh, mutable copy of AGENT_CONFIG_DEFAULTS. */
 export function defaultConfig(): AgentConfig {
-  return {
-    prompt: '',
-    firstMessage: '',
-    tools: [],
-    toolRefs: [],
-    workflowGraph: null,
-    slmModel: 'electron',
-    model: null,
-    synthesizer: {
-      voiceConfig: { model: 'waves_lightning_v3_1', voiceId: 'nyah', gender: 'female' },
-      speed: 1.2,
-      consistency: 0.5,
-      similarity: 0,
-      enhancement: 1,
-      sampleRate: 16000,
-    },
-    language: {
-      default: 'en',
-      supported: ['en'],
-      switching: { isEnabled: false, minWordsForDetection: 2, strongSignalThreshold: 0.7, weakSignalThreshold: 0.3, minConsecutiveForWeakThresholdSwitch: 2 },
-    },
-    allowInterruptions: true,
-    waitForUserToSpeakFirst: false,
-    muteUserUntilFirstBotResponse: false,
-    interruptionBackoffTimer: 0,
-    voiceMailDetectionConfig: { enabled: false },
-    defaultVariables: {},
-    timezone: 'UTC',
-    voiceDetectionConfig: { confidence: 0.5, minVolume: 0, triggerTimeInSecs: DEFAULT_TRIGGER_S, releaseTimeInSecs: 0.8 },
-    smartTurnConfig: { isEnabled: true, waitTimeInSecs: 0 },
-    endpointingConfig: { minDelayMs: DEFAULT_MIN_DELAY_MS, maxDelayMs: DEFAULT_MAX_DELAY_MS },
-    postCallAnalyticsConfig: { dispositionMetrics: [] },
-    callDispositionConfig: '',
-    llmIdleTimeoutConfig: { chatTimeoutTimeInSecs: 60, webcallTimeoutTimeInSecs: 20, telephonyTimeoutTimeInSecs: 20, maxRetries: 2 },
-    sessionTimeoutConfig: { timeoutTimeInSecs: 1800 },
-    backgroundSound: '',
-    denoisingConfig: { isEnabled: false },
-    pronunciationDicts: [],
-    enableStyleGuide: true,
-    redactionConfig: { isEnabled: false },
-  };
+  return structuredClone(AGENT_CONFIG_DEFAULTS) as AgentConfig;
 }
 
 export function splitConfig(config: AgentConfig): SectionContents {

@@ -2,13 +2,12 @@
 // Every job names its kind, and an optional observer is told how long each waited for a slot and how long it ran,
 // so /metrics shows whether callers wait on compute or on the line in front of it (issue 15).
 //
-// Scheduling (issue 15 point 2). `fifo`: waiting jobs get a slot in arrival order. `priority` (the default): what a
-// caller is waiting for right now goes first: live finals, then the first phrase of an agent's answer, then other
-// synthesis, speculative finals, whole files, interims; equal classes in arrival order. A waiting job rises one
-// class per `ageStepMs` it has waited (500 ms by default), so none starves: an interim waits at most 5 steps before
-// it ranks with live finals, and among equals the older goes first. `split`: as `priority`, and synthesis has its
-// own `concurrency` slots beside recognition's (Flite/Piper and Whisper run in separate workers), so neither waits
-// for the other. A job whose AbortSignal fires while it waits leaves the line without running (AbortError).
+// Scheduling (issue 15 point 2): what a caller is waiting for right now goes first: live finals, then the first phrase
+// of an agent's answer, then other synthesis, speculative finals, whole files, interims; equal classes in arrival
+// order. A waiting job rises one class per `ageStepMs` it has waited (500 ms by default), so none starves: an interim
+// waits at most 5 steps before it ranks with live finals, and among equals the older goes first. (Arrival order, and
+// synthesis on slots of its own, were measured against this and not adopted; issue 37.) A job whose AbortSignal fires
+// while it waits leaves the line without running (AbortError).
 
 /**
  * What an inference job is for. `live`: a live recognition final a caller waits for; `speculative`: a final
@@ -19,9 +18,6 @@
  */
 export type InferenceKind = 'live' | 'speculative' | 'interim' | 'file' | 'synthesis_first' | 'synthesis';
 export const INFERENCE_KINDS: readonly InferenceKind[] = ['live', 'speculative', 'interim', 'file', 'synthesis_first', 'synthesis'];
-
-export type InferenceScheduler = 'fifo' | 'priority' | 'split';
-export const INFERENCE_SCHEDULERS: readonly InferenceScheduler[] = ['fifo', 'priority', 'split'];
 
 /** Lower is served first. */
 const PRIORITY: Record<InferenceKind, number> = { live: 0, synthesis_first: 1, synthesis: 2, speculative: 3, file: 4, interim: 5 };
@@ -55,15 +51,13 @@ export function isAbortError(err: unknown): boolean {
 export interface QueueOptions {
   /** Suggested wait for a refused caller, seconds. Default 1. */
   retryAfterSec?: number;
-  /** Default `priority`. */
-  scheduler?: InferenceScheduler;
   /** Waiting this long raises a job one priority class, ms. Default 500. */
   ageStepMs?: number;
 }
 
 /** What a job is told when it gets its slot. */
 export interface SlotInfo {
-  /** Jobs of its lane still waiting when it started: someone is waiting for this job's slot. */
+  /** Jobs still waiting when it started: someone is waiting for this job's slot. */
   waitingBehind: number;
 }
 
@@ -72,14 +66,8 @@ export interface RunOptions {
   signal?: AbortSignal;
 }
 
-interface Lane {
-  limit: number;
-  running: number;
-}
-
 interface Waiter {
   kind: InferenceKind;
-  lane: Lane;
   queued: number;
   seq: number;
   start(): void;
@@ -88,16 +76,14 @@ interface Waiter {
 export class InferenceQueue {
   /** Told about every job; set once where the metrics registry is known (server/app.ts). */
   observer: InferenceObserver | undefined;
-  readonly scheduler: InferenceScheduler;
-  private readonly recognition: Lane;
-  private readonly synthesis: Lane;
+  private running = 0;
   private readonly waiting: Waiter[] = [];
   private readonly retryAfterSec: number;
   private readonly ageStepMs: number;
   private seq = 0;
 
   constructor(
-    concurrency: number,
+    private readonly concurrency: number,
     private readonly maxWaiting: number,
     /** Suggested wait for a refused caller (or the options). */
     options: number | QueueOptions = {},
@@ -105,15 +91,11 @@ export class InferenceQueue {
     if (concurrency < 1 || maxWaiting < 0) throw new Error('queue needs concurrency >= 1 and maxWaiting >= 0');
     const opts = typeof options === 'number' ? { retryAfterSec: options } : options;
     this.retryAfterSec = opts.retryAfterSec ?? 1;
-    this.scheduler = opts.scheduler ?? 'priority';
     this.ageStepMs = Math.max(1, opts.ageStepMs ?? 500);
-    this.recognition = { limit: concurrency, running: 0 };
-    this.synthesis = this.scheduler === 'split' ? { limit: concurrency, running: 0 } : this.recognition;
   }
 
   get depth(): { running: number; waiting: number } {
-    const running = this.recognition.running + (this.synthesis === this.recognition ? 0 : this.synthesis.running);
-    return { running, waiting: this.waiting.length };
+    return { running: this.running, waiting: this.waiting.length };
   }
 
   /**
@@ -128,31 +110,28 @@ export class InferenceQueue {
       this.observer?.dropped?.(kind);
       throw droppedError();
     }
-    const lane = kind === 'synthesis' || kind === 'synthesis_first' ? this.synthesis : this.recognition;
-    if (lane.running < lane.limit && !this.waiting.some((w) => w.lane === lane)) {
-      lane.running++;
+    if (this.running < this.concurrency && this.waiting.length === 0) {
+      this.running++;
     } else {
       if (this.waiting.length >= this.maxWaiting) {
         this.observer?.refused?.(kind);
         throw new QueueFullError(this.retryAfterSec);
       }
-      await this.wait(kind, lane, queued, signal);
+      await this.wait(kind, queued, signal);
     }
     const started = performance.now();
-    let waitingBehind = 0;
-    for (const w of this.waiting) if (w.lane === lane) waitingBehind++;
     try {
-      return await job({ waitingBehind });
+      return await job({ waitingBehind: this.waiting.length });
     } finally {
       const ran = performance.now() - started;
-      lane.running--;
-      this.dispatch(lane);
+      this.running--;
+      this.dispatch();
       this.observer?.job(kind, (started - queued) / 1000, ran / 1000);
     }
   }
 
-  /** Resolves when `dispatch` gives the job a slot (already counted in lane.running). */
-  private wait(kind: InferenceKind, lane: Lane, queued: number, signal: AbortSignal | undefined): Promise<void> {
+  /** Resolves when `dispatch` gives the job a slot (already counted in `running`). */
+  private wait(kind: InferenceKind, queued: number, signal: AbortSignal | undefined): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const onAbort = () => {
         const i = this.waiting.indexOf(waiter);
@@ -163,7 +142,6 @@ export class InferenceQueue {
       };
       const waiter: Waiter = {
         kind,
-        lane,
         queued,
         seq: this.seq++,
         start: () => {
@@ -176,27 +154,26 @@ export class InferenceQueue {
     });
   }
 
-  /** Hands free slots of `lane` to its most urgent waiters. */
-  private dispatch(lane: Lane): void {
-    while (lane.running < lane.limit) {
-      const i = this.next(lane);
+  /** Hands free slots to the most urgent waiters. */
+  private dispatch(): void {
+    while (this.running < this.concurrency) {
+      const i = this.next();
       if (i < 0) return;
       const [waiter] = this.waiting.splice(i, 1) as [Waiter];
-      lane.running++;
+      this.running++;
       waiter.start();
     }
   }
 
-  /** Index of the waiter of `lane` to serve next: lowest aged class, then the oldest; -1 when none waits. */
-  private next(lane: Lane): number {
+  /** Index of the waiter to serve next: lowest aged class, then the oldest; -1 when none waits. */
+  private next(): number {
     const now = performance.now();
     let best = -1;
     let bestRank = Infinity;
     let bestSeq = Infinity;
     for (let i = 0; i < this.waiting.length; i++) {
       const w = this.waiting[i] as Waiter;
-      if (w.lane !== lane) continue;
-      const rank = this.scheduler === 'fifo' ? 0 : Math.max(0, PRIORITY[w.kind] - Math.floor((now - w.queued) / this.ageStepMs));
+      const rank = Math.max(0, PRIORITY[w.kind] - Math.floor((now - w.queued) / this.ageStepMs));
       if (rank < bestRank || (rank === bestRank && w.seq < bestSeq)) {
         best = i;
         bestRank = rank;

@@ -7,7 +7,7 @@ import { DEFAULT_FLITE_VOICE, FLITE_VOICES, FliteSynthesizer } from './flite.js'
 import { PiperVoice } from './piper.js';
 import { SileroVadModel } from './silero.js';
 import { WhisperPool } from './whisper/pool.js';
-import { InferenceQueue, type InferenceScheduler, type SlotInfo } from './queue.js';
+import { InferenceQueue, type SlotInfo } from './queue.js';
 import { encoderWindow, type TranscribeOptions } from './whisper/recognizer.js';
 import { WHISPER_FULL_WINDOW } from './whisper/prepare.js';
 import { STT_DEFAULTS } from './defaults.js';
@@ -44,8 +44,6 @@ export interface RegistryOptions {
   /** Inference jobs run at once, and how many may wait before callers get 503. */
   concurrency: number;
   maxWaiting: number;
-  /** How waiting jobs get a slot (queue.ts); default priority. */
-  scheduler?: InferenceScheduler;
   /** Flite worker threads. */
   synthesisWorkers: number;
   /**
@@ -57,7 +55,7 @@ export interface RegistryOptions {
   /**
    * Threads inside each recognizer worker (default 2). On 2 cores, one 1.5 s utterance takes ~410 ms with 2
    * threads and ~640 ms with 1 (Whisper's encoder always sees a 30 s window): about a third off the wait for a
-   * final when the server is not busy; when both workers are busy they share the cores (bench figures in the README).
+   * final when the server is not busy; when both workers are busy they share the cores (bench figures in docs/benchmarks.md).
    */
   sttThreads?: number;
   /**
@@ -84,7 +82,7 @@ export class ModelRegistry implements Synthesizer {
   private vadP: Promise<SileroVadModel> | undefined;
 
   constructor(private readonly opts: RegistryOptions) {
-    this.queue = new InferenceQueue(opts.concurrency, opts.maxWaiting, { scheduler: opts.scheduler });
+    this.queue = new InferenceQueue(opts.concurrency, opts.maxWaiting);
     this.sttBeams = opts.sttBeams ?? STT_DEFAULTS.beams;
     this.sttLiveBeams = opts.sttLiveBeams ?? STT_DEFAULTS.liveBeams;
     this.flite = new FliteSynthesizer({ workers: opts.synthesisWorkers, nice: opts.workerNice });

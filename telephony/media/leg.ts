@@ -1,7 +1,6 @@
-// A call's media leg as the phone call sees it: caller audio and digits in, agent audio and digits out. Two kinds:
-// an RtpSession on the main thread, or one run by the media worker thread (remote.ts), chosen by PARLEY_MEDIA_THREAD.
-import type { PortAllocator } from './ports.js';
-import { RtpSession, type RtpSessionStats, type RtpStartParams } from './session.js';
+// A call's media leg as the phone call sees it: caller audio and digits in, agent audio and digits out. The server's
+// legs are RtpSessions run by the media worker thread (remote.ts); tests may give fakes.
+import type { RtpSessionStats, RtpStartParams } from './session.js';
 
 export interface MediaLeg {
   /** Caller audio: 8 kHz frames of 20 ms, as soon as they are in sequence (or concealed). */
@@ -40,12 +39,4 @@ export interface MediaLegs {
   bind(localAddress: string): Promise<MediaLeg>;
   /** Stops whatever the legs run on (the worker thread); legs still open are closed. */
   close(): Promise<void>;
-}
-
-/** Legs run on the calling thread (PARLEY_MEDIA_THREAD=main): their send clock shares the event loop. */
-export function mainThreadLegs(ports: PortAllocator): MediaLegs {
-  return {
-    bind: (localAddress) => RtpSession.bind({ localAddress, ports }),
-    close: async () => undefined,
-  };
 }

@@ -1,4 +1,4 @@
-// RTP port allocation over PARLEY_RTP_PORTS (default 10000-20000): even ports for RTP (the odd one above stays reserved
+// RTP port allocation over a range (the server's: PARLEY_RTP_PORTS, default 10000-20000): even ports for RTP (the odd one above stays reserved
 // for RTCP), round-robin so a freed port is not reused at once, retrying the next one when another process holds it.
 import type dgram from 'node:dgram';
 import { udpSocket } from '../net/udp.js';
@@ -98,8 +98,11 @@ export class PortAllocator {
 
 let shared: PortAllocator | null = null;
 
-/** The process-wide allocator over PARLEY_RTP_PORTS. */
+/**
+ * A process-wide allocator over the default range, for an RtpSession bound without one. The server passes its own
+ * (Settings.sip.rtpPorts, read from PARLEY_RTP_PORTS by server/settings-schema.ts) to the media worker.
+ */
 export function rtpPorts(): PortAllocator {
-  shared ??= new PortAllocator(parsePortRange(process.env.PARLEY_RTP_PORTS ?? DEFAULT_RTP_PORTS));
+  shared ??= new PortAllocator(parsePortRange(DEFAULT_RTP_PORTS));
   return shared;
 }

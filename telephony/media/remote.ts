@@ -1,8 +1,9 @@
-// Media legs run by a worker thread (PARLEY_MEDIA_THREAD=worker, the default). One worker owns every call's RTP socket
+// Media legs run by a worker thread: the only way the server runs calls' RTP. One worker owns every call's RTP socket
 // and send clock (worker.ts); the main thread keeps a RemoteMediaLeg per call that forwards the agent's audio and
-// commands to it and gets the caller's frames and digits back. Measured with `npm run bench:telephony`: on the main
-// thread the 20 ms send clock shared the event loop with voice activity detection, resampling and garbage collection
-// and its inter-packet deviation grew with the number of calls; the worker's loop has nothing else to do.
+// commands to it and gets the caller's frames and digits back. Measured with `npm run bench:telephony` before the
+// main-thread option was removed (issue 37): there the 20 ms send clock shared the event loop with voice activity
+// detection, resampling and garbage collection and its inter-packet deviation grew with the number of calls; the
+// worker's loop has nothing else to do.
 import { Worker } from 'node:worker_threads';
 import { isDtmfString } from './dtmf.js';
 import type { MediaLeg, MediaLegs } from './leg.js';

@@ -4,8 +4,8 @@
 // Decisions where the wire doc is silent or inconsistent:
 // - Connect: `model` is required (`hydra-v1.1`, `hydra-v1.0`, `hydra`); missing/unknown -> HTTP 400 `{error}` before the
 //   upgrade. Auth (API key or `wat_` access token, `api_key` query or Authorization header) is checked first: 401
-//   `{error}`. While the server drains: 503. Open sessions are capped (`maxSessions`, env PARLEY_S2S_MAX_SESSIONS,
-//   default 32): one more gets `error` server_full and close 1013 instead of `session.created`.
+//   `{error}`. While the server drains: 503. Each session is a speech session (PARLEY_MAX_SPEECH_SESSIONS and
+//   PARLEY_MAX_SPEECH_SESSIONS_PER_KEY): past either cap, 503 or 429 with Retry-After before the upgrade.
 // - No call record: s2s is a usage of the engine, not an agent call; nothing is written to the store.
 // - `session.configure`: the first one that is *applied* counts; one rejected by validation does not, so the client can
 //   correct it; after one is applied later ones are ignored without a frame. Without a default language model
@@ -71,7 +71,6 @@ const PING_MS = 2000;
 const STALL_MS = 8000;
 const IDLE_MS = 30_000;
 const DEFAULT_TOOL_TIMEOUT_MS = 15_000;
-const DEFAULT_MAX_SESSIONS = 32;
 /** The message AgentSession reports when the inference queue refused its work. */
 const CAPACITY_MESSAGE = 'The server is at capacity';
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -85,14 +84,11 @@ export interface S2sDeps {
   draining(): boolean;
   /** Window for function_call_output + response.create after a function-call response, ms. Default 15000. */
   toolTimeoutMs?: number;
-  /** Open sessions at most; one more gets server_full + close 1013. Default 32. */
-  maxSessions?: number;
   /** The server's concurrent-session caps (a speech session each; refused before the upgrade). */
   limits: SessionLimits;
 }
 
 export function s2sSocket(server: HttpServer, prefix: string, deps: S2sDeps): void {
-  const open = new Set<S2sConnection>();
   wsRoute<S2sModel>(server, deps.logger, `${prefix}/s2s`, {
     auth: 'inference',
     maxPayloadBytes: 1024 * 1024,
@@ -109,7 +105,7 @@ export function s2sSocket(server: HttpServer, prefix: string, deps: S2sDeps): vo
     }),
     prepare: (req) => prepare(req, deps),
     admit: (_model, auth) => deps.limits.acquire('speech', ownerOf(auth)),
-    open: (conn, model) => new S2sConnection(conn, model, deps, open),
+    open: (conn, model) => new S2sConnection(conn, model, deps),
   });
 }
 
@@ -249,18 +245,11 @@ class S2sConnection implements WsSession {
     private readonly conn: WsConnection,
     private readonly model: S2sModel,
     private readonly deps: S2sDeps,
-    private readonly open: Set<S2sConnection>,
   ) {
     this.toolTimeoutMs = deps.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
     // PCM16 at 48 kHz, base64 (4/3), plus JSON framing.
     this.maxBuffered = Math.max(256 * 1024, Math.round(MAX_BUFFER_SECONDS * OUT_RATE * 2 * (4 / 3) * 1.1));
     this.pinger = setInterval(() => this.tick(), PING_MS);
-    if (open.size >= (deps.maxSessions ?? DEFAULT_MAX_SESSIONS)) {
-      this.error('server_full', 'The server is at capacity; retry with backoff', { type: 'server_error' });
-      this.shutdown(1013, 'server_full');
-      return;
-    }
-    open.add(this);
     if (model === 'hydra') this.send('warning', { code: 'model_deprecated', message: `Model "hydra" is deprecated; use ${CURRENT_MODEL}` });
     this.send('session.created', { session_id: this.sessionId });
   }
@@ -315,7 +304,6 @@ class S2sConnection implements WsSession {
   onClose(): void {
     clearInterval(this.pinger);
     this.closing = true;
-    this.open.delete(this);
     if (this.round) this.endRound(this.round, 'the session closed');
     this.session?.end('websocket_closed');
   }
