@@ -1,5 +1,5 @@
 // The event-loop reservations the outbound dialer makes at its INVITE slots, and how HTTP request starts yield to them
-// (transports/http/loop-reservations.ts; the bench:outbound figures are in the README).
+// (transports/http/loop-reservations.ts; the bench:outbound figures are in docs/benchmarks.md).
 import { describe, expect, it } from 'vitest';
 import { CLEARANCE_MS, LoopReservations, MAX_HOLD_MS, whenClear } from '../transports/http/loop-reservations.js';
 

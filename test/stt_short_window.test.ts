@@ -66,7 +66,7 @@ describe.skipIf(!asteriskCorpusAvailable())('short window through the server (As
 
   // Greedy with the 20 s window may write a word's case or the final mark differently ("Hello World!" for "Hello
   // world!", "Goodbye." for "Goodbye!") and on some prompts a word ("check the number in dial again"): the corpus
-  // WER says what that costs (README, stt-api bench). Here: the same words as WER counts them.
+  // WER says what that costs (docs/benchmarks.md, stt-api bench). Here: the same words as WER counts them.
   it('WSS /stt/live (greedy) gives the same words with the window on as off', async () => {
     const live = SHORT.slice(0, 3);
     const { samples } = readWav(joinWithSilence(live.map(asteriskAudio), 1.2));

@@ -1,6 +1,6 @@
 // Webhooks: list, create (endpoint, description, headers, events per agent), edit, enable/disable, delete, the
 // agents' subscriptions, and each webhook's delivery log. The API has no redelivery and no secret rotation (one
-// attempt per event, README "Webhooks"); the signing secret is shown only on request.
+// attempt per event, docs/api.md, "Webhooks"); the signing secret is shown only on request.
 import { useEffect, useState } from 'preact/hooks';
 import { api } from './api';
 import { ErrorNote, useAction, when } from './ui';

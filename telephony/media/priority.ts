@@ -10,7 +10,7 @@
 // - `realtime`: that one thread (not the process) under SCHED_RR where the process may (root or CAP_SYS_NICE), as
 //   Asterisk (-p) and FreeSWITCH (-rp) can for their media threads (20 calls: send deviation p99 1.5-2.0 ms against
 //   5.4-6.6). Not the default: it takes the CPU first, and on a machine at its capacity that comes out of recognition
-//   (in one run of five at 20 calls the phone calls' turns came 14 s late; see the README).
+//   (in one run of five at 20 calls the phone calls' turns came 14 s late; see docs/benchmarks.md, "telephony").
 // - `normal`: the thread is left as the process's other threads.
 import { execFile } from 'node:child_process';
 import { readlinkSync } from 'node:fs';
