@@ -3,13 +3,14 @@
 // defaults, and barge-in (time to stop, false barge-ins) on web and phone calls.
 //
 // Corpus (bench/lib/turn-corpus.ts): human recordings (Asterisk prompts, one speaker, a natural inner pause stretched
-// to 600 ms; evaluation only) and espeak-ng and Flite speech with a 600 ms pause at a word boundary (its `fit` split
+// to 600 ms; evaluation only), the same recordings with a 600 ms hesitation spliced in at a word boundary inside a
+// sentence (bench/lib/turn-human-inserted.ts; evaluation only), and espeak-ng and Flite speech with a 600 ms pause at a word boundary (its `fit` split
 // is what bench/fit-turns.ts fits on; the `eval` split and the human set are only evaluated). Each item is replayed once
 // through the session's own input path (bench/lib/turn-replay.ts, cached), then every policy is simulated on the
 // audio clock with this machine's recognition time (bench/lib/turn-policies.ts).
 //
 // Env: BENCH_BARGE=0 skips barge-in (BENCH_BARGE_TRIALS, BENCH_BARGE_FALSE per kind); BENCH_SETS (default
-// human8,synth; also human16 and fit); BENCH_MAX_TURN_S (15); BENCH_LIVE=N streams N items to a real server too;
+// human8,inserted,synth; also human16 and fit); BENCH_MAX_TURN_S (15); BENCH_LIVE=N streams N items to a real server too;
 // BENCH_WEIGHTS=file.json evaluates other end-of-turn weights (an EotWeights object) in place of the shipped ones.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -22,6 +23,7 @@ import { svgPlot, type Series } from './lib/plot.js';
 import { liveCheck } from './lib/turn-live.js';
 import { printTable, resultPath } from './lib/report.js';
 import { buildTurnCorpus, readItemAudio, type TurnItem } from './lib/turn-corpus.js';
+import { buildInsertedHuman } from './lib/turn-human-inserted.js';
 import { pct, punctuationPolicy, simulate, smartPolicy, summarize, vadPolicy, type Policy, type Summary } from './lib/turn-policies.js';
 import { calibrateRecognition, replayAll, toSessionRate, type ItemReplay } from './lib/turn-replay.js';
 
@@ -82,7 +84,7 @@ async function main(): Promise<void> {
   // Items whose speech runs past BENCH_MAX_TURN_S (default 15 s: the long multi-sentence Asterisk prompts) are left
   // out: replaying them costs most of the run, and past 28 s the session cuts any turn as a monologue.
   const all = (await buildTurnCorpus()).filter((i) => i.speechEnd / i.rate <= MAX_TURN_S);
-  const wanted = (process.env.BENCH_SETS ?? 'human8,synth').split(',');
+  const wanted = (process.env.BENCH_SETS ?? 'human8,inserted,synth').split(',');
   const sets: Set[] = [];
   const human = (rate: number) => all.filter((i) => i.source === 'human' && i.rate === rate);
   if (wanted.includes('human8')) {
@@ -95,6 +97,14 @@ async function main(): Promise<void> {
     sets.push({ name: 'human 8k, whole phrase', items: mid.filter((i) => !open(i)) });
   }
   if (wanted.includes('human16')) sets.push({ name: 'human 16k', items: human(16000) });
+  if (wanted.includes('inserted')) {
+    // The same recordings with a 600 ms hesitation spliced in at a word boundary inside a sentence
+    // (bench/lib/turn-human-inserted.ts): after a function word (mid-clause), or after another word.
+    const ins = (await buildInsertedHuman({ maxSpeechS: MAX_TURN_S })).items;
+    const cat = (c: string) => ins.filter((i) => i.pauses[0]?.category === c);
+    sets.push({ name: 'human 8k inserted, after function word', items: cat('after_function_word') });
+    sets.push({ name: 'human 8k inserted, after other word', items: cat('after_other_word') });
+  }
   if (wanted.includes('synth')) {
     const synth = all.filter((i) => i.source === 'synth' && i.split === 'eval');
     sets.push({ name: 'synth eval', items: synth });
@@ -146,7 +156,7 @@ async function main(): Promise<void> {
   // The plot: mid-clause false cut-offs against the delay at true ends, one panel's worth of series per set.
   const colors = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd'];
   const series: Series[] = [];
-  sets.filter((s) => ['human 8k', 'synth eval'].includes(s.name)).forEach((set, k) => {
+  sets.filter((s) => ['human 8k', 'human 8k inserted, after function word', 'synth eval'].includes(s.name)).forEach((set, k) => {
     const r = results[set.name]!;
     const color = colors[k % colors.length] as string;
     const pt = (s: Summary): [number, number] => [s.decisionP50, 100 * (s.cutoff.mid_clause?.rate ?? NaN)];

@@ -21,10 +21,10 @@ const DEFAULT_DIR = path.resolve(import.meta.dirname, '..', '.cache', 'turn-corp
 
 // ---- reference text and alignment
 
-interface RefToken { raw: string; end: number; words: string[] }
+export interface RefToken { raw: string; end: number; words: string[] }
 
 /** Whitespace tokens of a transcript (annotations blanked) with their normalised words and end offsets. */
-function refTokens(text: string): RefToken[] {
+export function refTokens(text: string): RefToken[] {
   const blanked = text.replace(/\[[^\]]*\]|\([^)]*\)|<[^>]*>/g, (m) => ' '.repeat(m.length));
   return [...blanked.matchAll(/\S+/g)].map((m) => ({ raw: m[0], end: m.index + m[0].length, words: normalizeWords(m[0]) }));
 }
@@ -62,7 +62,7 @@ function coveredPrefix(ref: readonly string[], hyp: readonly string[]): number |
 }
 
 /** Token index after which the pause falls: Whisper's text before the pause and after it must agree. */
-function alignPause(tokens: RefToken[], before: string, after: string): number | null {
+export function alignPause(tokens: RefToken[], before: string, after: string): number | null {
   const ref = tokens.flatMap((t) => t.words);
   const pre = coveredPrefix(ref, normalizeWords(before));
   const post = coveredPrefix([...ref].reverse(), normalizeWords(after).reverse());
@@ -76,7 +76,7 @@ function alignPause(tokens: RefToken[], before: string, after: string): number |
   return null;
 }
 
-function kindAfter(token: string, next: string | undefined): PauseKind {
+export function kindAfter(token: string, next: string | undefined): PauseKind {
   if (/(\.\.\.|\u2026)["')\]]*$/.test(token)) return 'clause_end';
   if (/[.?!]["')\]]*$/.test(token)) return 'sentence_end';
   if (/[,;:\u2013\u2014-]["')\]]*$/.test(token) || /^[\u2013\u2014-]+$/.test(next ?? '')) return 'clause_end';
@@ -86,11 +86,11 @@ function kindAfter(token: string, next: string | undefined): PauseKind {
 // ---- human set
 
 /** Whisper's text for each stretch of speech, by prompt and start sample; kept across rebuilds. */
-type WhisperCache = Record<string, string>;
+export type WhisperCache = Record<string, string>;
 const WHISPER_CACHE = 'whisper-cache.json';
 
 /** The quietest half of a pause (10 ms steps): the background to loop. */
-function quietestHalf(x: Float32Array, s: Region, rate: number): Float32Array {
+export function quietestHalf(x: Float32Array, s: Region, rate: number): Float32Array {
   const w = (s.end - s.start) >> 1;
   let [best, least] = [s.start, Infinity];
   for (let o = s.start; o + w <= s.end; o += Math.round(rate * FRAME_S)) {
@@ -110,7 +110,7 @@ function stretchPause(x: Float32Array, s: Region, target: number, rate: number):
 }
 
 /** 3.5 s of background after the recording, from its trailing silence past 50 ms (or the pause when that is too short). */
-function withTail(x: Float32Array, speechEnd: number, pause: Region, rate: number): Float32Array {
+export function withTail(x: Float32Array, speechEnd: number, pause: Region, rate: number): Float32Array {
   let src = x.subarray(speechEnd + Math.round(0.05 * rate));
   if (src.length < 0.05 * rate) src = quietestHalf(x, pause, rate);
   return concatSamples([x, pingPong(src, Math.ceil(TAIL_S * rate))]);
