@@ -60,11 +60,14 @@ export function preCallDefinition(c: PreCallConfig): { def: ApiCallToolDefinitio
   return { def, sendsVariables: !hasBody };
 }
 
+/** What a pre-call API gave: its outcome (for the record) and the variables it filled. */
+export interface PreCallResult { outcome: PreCallOutcome; variables: Vars }
+
 /**
  * Calls the agent's pre-call API with the call's variables; null when it has none enabled. Never throws: a failed
  * request comes back with `ok: false` and no variables.
  */
-export async function runPreCall(config: unknown, vars: Vars, opts: Omit<ApiCallOptions, 'auth'>): Promise<{ outcome: PreCallOutcome; variables: Vars } | null> {
+export async function runPreCall(config: unknown, vars: Vars, opts: Omit<ApiCallOptions, 'auth'>): Promise<PreCallResult | null> {
   const c = enabledPreCall(config);
   if (!c) return null;
   const { def, sendsVariables } = preCallDefinition(c);

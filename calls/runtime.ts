@@ -24,7 +24,7 @@ import { deterministicAnalytics, llmAnalytics, type CallAnalytics } from './anal
 import { CallEvents } from './events.js';
 import { CallRecorder, type RecordingExtension } from './recorder.js';
 import { CallTools, orgRequestOptions, type ClientToolChannel } from './tools.js';
-import { runPreCall } from './pre-call.js';
+import { runPreCall, type PreCallResult } from './pre-call.js';
 import { CallPrivacy, REDACTION_NOTE, redactionOptions } from './privacy.js';
 import { resolveAgentTools } from '../control-plane/tools/tools.js';
 import { recordingKey, type ObjectStore } from '../control-plane/recordings/object-store.js';
@@ -80,6 +80,8 @@ export interface StartCall {
   leaveMessage?: string;
   /** The transport keeps the call's live row (a phone call, from its answer, with its dialog): the runtime does not. */
   lineHeld?: boolean;
+  /** The pre-call API already under way (`CallRuntime.preCall`: an outbound call starts it while it rings). */
+  preCall?: Promise<PreCallResult | null>;
 }
 
 export interface RunningCall {
@@ -126,6 +128,40 @@ export class CallRuntime {
   }
 
   /**
+   * Starts the agent's pre-call API ahead of the call, with the variables the call will have (an outbound call: while
+   * it rings, so the callee does not wait for it after answering). Give the promise to start() as `preCall`. Never
+   * rejects; null when the agent has none enabled.
+   */
+  preCall(call: Pick<StartCall, 'resolved' | 'type' | 'variables' | 'fromNumber' | 'toNumber'> & { callId: string }): Promise<PreCallResult | null> {
+    const { resolved } = call;
+    const spec = agentSpec(resolved.agent.id, resolved.workflowType, resolved.config, this.deps.registry);
+    return runPreCall(resolved.config.preCallAPI, this.variablesOf(spec, call, call.callId), this.preCallOptions(resolved.agent.org_id));
+  }
+
+  /** The call's variables: the agent's defaults, the call's own, the standard keys. */
+  private variablesOf(spec: ReturnType<typeof agentSpec>, call: Pick<StartCall, 'type' | 'variables' | 'fromNumber' | 'toNumber'>, callId: string): Vars {
+    return callVariables(
+      spec.defaultVariables,
+      call.variables,
+      standardVariables({
+        callId,
+        conversationType: CONVERSATION_TYPE[call.type],
+        // The user is the caller of an inbound call and the callee of an outbound one.
+        userNumber: call.type === 'telephony_outbound' ? call.toNumber : call.fromNumber,
+        agentNumber: call.type === 'telephony_outbound' ? call.fromNumber : call.toNumber,
+        agentGender: spec.voiceGender,
+        defaultLanguage: spec.languageDefault,
+        supportedLanguages: spec.languagesSupported,
+        timezone: spec.timezone,
+      }),
+    );
+  }
+
+  private preCallOptions(orgId: string) {
+    return orgRequestOptions({ orgId, vault: this.deps.vault, allowPrivateEgress: this.deps.allowPrivateEgress });
+  }
+
+  /**
    * Creates the call record and the session, and starts it. `emit` gets every session event (after the runtime has
    * recorded what it needs). The opening turn begins at once.
    */
@@ -142,23 +178,10 @@ export class CallRuntime {
     if (spec.backgroundSound) await prepareAmbience(spec.backgroundSound, call.outputRate);
     const callId = call.callId ?? newCallId();
     const conversationType = CONVERSATION_TYPE[call.type];
-    const variables = callVariables(
-      spec.defaultVariables,
-      call.variables,
-      standardVariables({
-        callId,
-        conversationType,
-        // The user is the caller of an inbound call and the callee of an outbound one.
-        userNumber: call.type === 'telephony_outbound' ? call.toNumber : call.fromNumber,
-        agentNumber: call.type === 'telephony_outbound' ? call.fromNumber : call.toNumber,
-        agentGender: spec.voiceGender,
-        defaultLanguage: spec.languageDefault,
-        supportedLanguages: spec.languagesSupported,
-        timezone: spec.timezone,
-      }),
-    );
-    // The pre-call API, before the agent speaks: its variables fill the call's (the first message may use them).
-    const preCall = call.leaveMessage !== undefined ? null : await runPreCall(resolved.config.preCallAPI, variables, orgRequestOptions({ orgId, vault: this.deps.vault, allowPrivateEgress: this.deps.allowPrivateEgress }));
+    const variables = this.variablesOf(spec, call, callId);
+    // The pre-call API, before the agent speaks: its variables fill the call's (the first message may use them). A
+    // machine that answered gets the agent's message only, so what a pre-call started while ringing found is not used.
+    const preCall = call.leaveMessage !== undefined ? null : await (call.preCall ?? runPreCall(resolved.config.preCallAPI, variables, this.preCallOptions(orgId)));
     if (preCall) {
       Object.assign(variables, preCall.variables);
       if (!preCall.outcome.ok) logger.info({ callId, error: preCall.outcome.error, status: preCall.outcome.status }, 'pre-call API failed; the call goes on with its defaults');

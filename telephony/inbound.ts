@@ -181,12 +181,18 @@ export class InboundCalls {
       const answer = negotiate(req.body, { encryption: policy.mediaEncryption, localAddress: this.stack.publicAddress, localPort: rtp.localPort });
       if (!answer.ok) throw new Error(`the offer answered before binding was refused after: ${answer.reason}`);
       res.send(180, 'Ringing');
+      const ringingUntil = performance.now() + policy.ringingTimeoutSecs * 1000;
       // The agent must be ready within the trunk's ringing timeout; a CANCEL ends the wait (and frees the place) at once.
       const canceled = new Promise<null>((r) => (req.canceled ? r(null) : req.once('cancel', () => r(null))));
       const resolved = await withTimeout(
         Promise.race([resolveCallConfig(db, { orgId: route.orgId, name: 'telephony' }, route.agentId, { kind: 'live' }), canceled]),
         policy.ringingTimeoutSecs * 1000,
       );
+      // The agent's pre-call API while the caller hears ringing, so the answer is not followed by silence while it
+      // runs. Past the ringing timeout the call is answered anyway and the agent waits for the rest (its own timeout).
+      const newId = this.deps.runtime.newCallId();
+      const preCall = resolved ? this.deps.runtime.preCall({ resolved, type: 'telephony_inbound', callId: newId, variables: {}, fromNumber: caller, toNumber: called ?? undefined }) : null;
+      if (preCall) await withTimeout(Promise.race([preCall, canceled]), Math.max(0, ringingUntil - performance.now()));
       // Calls that end before the answer are recorded too (status cancelled or no_answer, with their events).
       const unanswered = (status: 'cancelled' | 'no_answer', reason: string) =>
         void this.deps.runtime
@@ -213,7 +219,7 @@ export class InboundCalls {
         }
         throw err;
       });
-      callId = this.deps.runtime.newCallId();
+      callId = newId;
       const call = await startPhoneCall(
         { ...this.deps, logger },
         {
@@ -236,7 +242,7 @@ export class InboundCalls {
             phone = answered;
             rtp = null;
           },
-          agent: async () => ({ resolved, type: 'telephony_inbound', isTest: false, variables: {}, fromNumber: caller, toNumber: called ?? undefined }),
+          agent: async () => ({ resolved, ...(preCall ? { preCall } : {}), type: 'telephony_inbound', isTest: false, variables: {}, fromNumber: caller, toNumber: called ?? undefined }),
         },
       );
       logger.info({ callId: call.callId, sipCallId: dialog.callId, to: called, trunk: trunk?.id ?? null }, 'inbound call answered');

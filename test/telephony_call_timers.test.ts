@@ -1,7 +1,9 @@
 // The call timers of a phone call against the whole server process: a trunk's maxCallDurationSecs ends a call still
 // up with our BYE (max_duration), and a caller whose RTP stops is hung up after PARLEY_RTP_TIMEOUT_SECS
-// (media_timeout). Mostly waiting on those timers (over a minute), so this file runs in the shared tier, beside others,
+// (media_timeout); the agent's pre-call API runs while the caller hears ringing, before the answer. Mostly waiting on those timers (over a minute), so this file runs in the shared tier, beside others,
 // rather than in the timing tier with the rest of telephony_server_hardening.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { sleep, mediaDialects, type TestServer } from './support/server.js';
 import { STACK_HOST } from './support/sip-peers.js';
@@ -17,7 +19,8 @@ afterEach(() => {
 });
 
 describe.each(mediaDialects())('phone call timers on %s', (dialect) => {
-  const suite = sipServerForSuite(dialect, { PARLEY_RTP_TIMEOUT_SECS: '5' });
+  // Private egress: the pre-call test's CRM listens on loopback.
+  const suite = sipServerForSuite(dialect, { PARLEY_RTP_TIMEOUT_SECS: '5', PARLEY_ALLOW_PRIVATE_EGRESS: '1' });
   let server: TestServer;
   let agentId: string;
 
@@ -71,5 +74,51 @@ describe.each(mediaDialects())('phone call timers on %s', (dialect) => {
     expect(bye.at - silentFrom).toBeLessThan(8000);
     const [latest] = await phoneCalls(server);
     expect(await endedCall(server, latest!.callId)).toMatchObject({ to: '+15550600003', status: 'completed', endReason: 'media_timeout' });
+  }, 30_000);
+
+  it('runs the agent\'s pre-call API while the caller hears ringing: the 200 OK comes once the lookup has answered, and the first words use it', async () => {
+    const LOOKUP_MS = 800;
+    const hits: { at: number; url: string }[] = [];
+    const crm = createServer((req, res) => {
+      hits.push({ at: Date.now(), url: req.url ?? '' });
+      setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ customer: { first: 'Grace' } })), LOOKUP_MS);
+    });
+    await new Promise<void>((r) => crm.listen(0, '127.0.0.1', r));
+    peers.push({ close: () => (crm.closeAllConnections(), crm.close()) });
+    const agent = await server.request('POST', `${A}/agent`, {
+      body: {
+        name: 'Looks up first',
+        workflowType: 'workflow_graph',
+        workflowGraph: { nodes: [{ id: 'a', type: 'end_call', text: 'Hello {{customer_name}}, goodbye.' }], edges: [] },
+        defaultVariables: { customer_name: 'there' },
+        preCallAPI: {
+          isEnabled: true,
+          url: `http://127.0.0.1:${(crm.address() as AddressInfo).port}/lookup/{{user_number}}`,
+          method: 'GET',
+          timeout: 5,
+          responseVariables: [{ variableName: 'customer_name', jsonPath: '$.customer.first' }],
+        },
+      },
+    });
+    expect(agent.status, agent.text).toBe(201);
+    await answeredTrunk(server, agent.body.data as string, { numbers: ['+15550600004'] });
+    const caller = await RawCaller.open({ host: STACK_HOST, port: server.sipPort });
+    peers.push(caller);
+    const call = await caller.invite({ to: '+15550600004', from: '+15550909090' });
+    expect(call.final.status, call.final.text).toBe(200);
+    const ringing = call.responses.find((r) => r.status === 180);
+    expect(ringing).toBeDefined();
+    // One lookup with the caller's number, after the ringing began; the answer only once the lookup had answered.
+    expect(hits).toHaveLength(1);
+    expect(hits[0]!.url).toBe(`/lookup/${encodeURIComponent('+15550909090')}`);
+    expect(hits[0]!.at).toBeGreaterThanOrEqual(ringing!.at - 20);
+    expect(call.final.at - hits[0]!.at).toBeGreaterThanOrEqual(LOOKUP_MS - 20);
+    await caller.awaitBye(call, 15_000);
+    const [latest] = await phoneCalls(server);
+    const record = await endedCall(server, latest!.callId);
+    expect(record).toMatchObject({ type: 'telephony_inbound', to: '+15550600004', status: 'completed' });
+    expect(record.transcript.map((t: { content: string }) => t.content).join(' ')).toMatch(/Hello Grace, goodbye/);
+    expect(record.variables).toMatchObject({ customer_name: 'Grace', user_number: '+15550909090' });
+    expect(record.preCallApi).toMatchObject({ ok: true, status: 200, error: null, variables: ['customer_name'] });
   }, 30_000);
 });

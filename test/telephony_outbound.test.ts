@@ -1,6 +1,8 @@
 // Outbound calls (wire §4) against the real server and a real SIP callee: the request's checks and errors, a call placed
 // through an outbound trunk to sipp (the INVITE's From and Request-URI, the agent speaking, its BYE, the record and the
 // webhooks as the spec says for telephony_outbound), and cancel and retries.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createOrgKey, freshStore, runCliOn, sleep, startServer, mediaDialects, testDialects, type TestServer } from './support/server.js';
 import { baresipCallee, canRunRealtime, killCallees, startSippCarrier, type Arrival } from './support/sip-callee.js';
@@ -43,7 +45,8 @@ const settled = (server: TestServer, callId: string) => waitForStatus(server, ca
 
 describe.each(testDialects())('outbound calls on %s', (dialect) => {
   // No outbound trunk field sets the ringing timeout: the server's does (60 s by default).
-  const suite = sipServerForSuite(dialect, { PARLEY_OUTBOUND_RING_SECS: '3', PARLEY_OUTBOUND_QUEUE: '3' });
+  // Private egress: the pre-call test's CRM listens on loopback.
+  const suite = sipServerForSuite(dialect, { PARLEY_OUTBOUND_RING_SECS: '3', PARLEY_OUTBOUND_QUEUE: '3', PARLEY_ALLOW_PRIVATE_EGRESS: '1' });
   let server: TestServer;
   let agentId: string;
 
@@ -129,6 +132,62 @@ describe.each(testDialects())('outbound calls on %s', (dialect) => {
       expect((await server.request('DELETE', `${A}/sip-trunk/${trunk}`)).status).toBe(200);
     }
   }, 60_000);
+  it('runs the agent\'s pre-call API while the callee\'s phone rings: the lookup is done before the answer, and its variables are in the first words and the record', async () => {
+    // A CRM standing for the customer's: notes when each request arrives.
+    const hits: { at: number; url: string; body: string }[] = [];
+    const crm = createServer((req, res) => {
+      const at = Date.now();
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        hits.push({ at, url: req.url ?? '', body });
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ customer: { first: 'Grace' } }));
+      });
+    });
+    await new Promise<void>((r) => crm.listen(0, '127.0.0.1', r));
+    const RING_MS = 2500;
+    const carrier = await startSippCarrier({ answer: 'ok', ringMs: RING_MS, holdMs: 8000, calls: 1, timeoutS: 30 });
+    const trunk = await outboundTrunk(server, carrier.port, { numbers: ['+15550200011'] });
+    try {
+      const created = await server.request('POST', `${A}/agent`, {
+        body: {
+          name: 'Looks up first',
+          workflowType: 'workflow_graph',
+          workflowGraph: { nodes: [{ id: 'a', type: 'end_call', text: 'Hello {{customer_name}}, this is Parley. Goodbye.' }], edges: [] },
+          defaultVariables: { customer_name: 'there' },
+          preCallAPI: {
+            isEnabled: true,
+            url: `http://127.0.0.1:${(crm.address() as AddressInfo).port}/lookup/{{user_number}}`,
+            method: 'GET',
+            timeout: 5,
+            responseVariables: [{ variableName: 'customer_name', jsonPath: '$.customer.first' }],
+          },
+        },
+      });
+      expect(created.status, created.text).toBe(201);
+      const res = await server.request('POST', `${A}/conversation/outbound`, { body: { agentId: created.body.data, phoneNumber: '+15550300011', fromNumber: '+15550200011' } });
+      expect(res.status, res.text).toBe(200);
+      const callId = res.body.data.conversationId as string;
+      const record = await settled(server, callId);
+      expect(record).toMatchObject({ status: 'completed', type: 'telephony_outbound' });
+      expect(record.transcript.map((t: { content: string }) => t.content).join(' ')).toMatch(/Hello Grace, this is Parley/);
+      expect(record.variables).toMatchObject({ customer_name: 'Grace', user_number: '+15550300011' });
+      expect(record.preCallApi).toMatchObject({ ok: true, status: 200, error: null, variables: ['customer_name'] });
+      // One lookup, with the callee's number, sent while the phone rang: after the INVITE reached the carrier and
+      // well before its 200 OK (RING_MS after the INVITE).
+      expect(hits).toHaveLength(1);
+      expect(hits[0]!.url).toBe(`/lookup/${encodeURIComponent('+15550300011')}`);
+      const invite = carrier.arrivals()[0]!;
+      expect(hits[0]!.at).toBeGreaterThanOrEqual(Math.floor(invite.at) - 50);
+      expect(hits[0]!.at - invite.at).toBeLessThan(RING_MS - 1000);
+    } finally {
+      await carrier.stop();
+      crm.closeAllConnections();
+      await new Promise((r) => crm.close(r));
+      expect((await server.request('DELETE', `${A}/sip-trunk/${trunk}`)).status).toBe(200);
+    }
+  }, 60_000);
+
   it('records a busy callee (486) as failed with callFailureReason busy; post-conversation has callStatus busy, the call\'s variables and the 11 standard keys, answerTime null; analytics with the agent\'s metrics', async () => {
     const carrier = await startSippCarrier({ answer: 486, calls: 1, timeoutS: 20 });
     const trunk = await outboundTrunk(server, carrier.port, { numbers: ['+15550200002'] });

@@ -12,7 +12,8 @@ import type { Db } from '../../control-plane/store/db.js';
 import type { Actor } from '../../control-plane/agents/agents.js';
 import { FINAL_CALL_STATUSES, loadCall, updateCall } from '../../control-plane/calls/calls.js';
 import { badRequest } from '../../control-plane/errors.js';
-import { pinnedTarget, resolveCallConfig } from '../../control-plane/calls/call-config.js';
+import { pinnedTarget, resolveCallConfig, type ResolvedCallConfig } from '../../control-plane/calls/call-config.js';
+import type { PreCallResult } from '../../calls/pre-call.js';
 import { voicemailDetection } from '../../calls/agent-spec.js';
 import {
   cancelOutbound, cancelRequested, cancelRequestedOf, claimNext, dialRoute, moveOutbound, queuedPaceKeys, reclaimExpired, renewLeases, requeueOutbound,
@@ -544,6 +545,9 @@ export class OutboundDialer {
         checkSdp, // the callee's re-INVITEs and UPDATEs: the same media-address rules as its answer
       });
       dialing.catch(() => undefined); // settled below; not an unhandled rejection while the status is written
+      // The agent's configuration and its pre-call API while the phone rings: once the callee answers, the agent does
+      // not make them wait for the lookup (at most its timeout when it is slower than the ringing).
+      const early = this.beforeAnswer(row);
       await updateCall(db, callId, { status: 'processing' });
       dialog = await dialing;
       clearTimeout(ringTimer);
@@ -593,7 +597,7 @@ export class OutboundDialer {
             });
           },
           agent: async (answered) => {
-            const resolved = await resolveCallConfig(db, { orgId: row.org_id, name: 'telephony' }, row.agent_id, await pinnedTarget(db, row.revision_id));
+            const { resolved, preCall } = await early;
             // Voicemail detection: who answered decides whether the agent talks, or leaves its message on a machine.
             const vmd = voicemailDetection(resolved.config);
             const heard = vmd ? await answered.detectAnswer(await this.deps.runtime.answerDetector(), MAX_DETECTION_MS) : null;
@@ -603,6 +607,7 @@ export class OutboundDialer {
               ...(heard ? { answer: heard.decision } : {}),
               ...(machine ? { leaveMessage: vmd!.endText } : {}),
               resolved,
+              preCall,
               type: 'telephony_outbound',
               isTest: Boolean(row.is_test),
               variables: JSON.parse(row.variables) as Record<string, string | number | boolean>,
@@ -635,6 +640,22 @@ export class OutboundDialer {
       if (!(err instanceof SipError) && !(err instanceof DialFailure)) logger.error({ callId, err: message }, 'outbound call failed');
       await this.finish(row, ['slotted', 'dialing'], this.unansweredOutcome(err, ring, ringTimedOut));
     }
+  }
+
+  /**
+   * The call's configuration (its pinned revision) and its pre-call API started with the call's variables; settled
+   * by the answer (an error resolving the configuration surfaces there). Never an unhandled rejection.
+   */
+  private beforeAnswer(row: OutboundRow): Promise<{ resolved: ResolvedCallConfig; preCall: Promise<PreCallResult | null> }> {
+    const { db } = this.deps;
+    const early = (async () => {
+      const resolved = await resolveCallConfig(db, { orgId: row.org_id, name: 'telephony' }, row.agent_id, await pinnedTarget(db, row.revision_id));
+      const variables = JSON.parse(row.variables) as Record<string, string | number | boolean>;
+      const preCall = this.deps.runtime.preCall({ resolved, type: 'telephony_outbound', callId: row.call_id, variables, fromNumber: row.from_number, toNumber: row.to_number });
+      return { resolved, preCall };
+    })();
+    early.catch(() => undefined);
+    return early;
   }
 
   /** The outcome of an INVITE that ended without an answer. */
