@@ -40,6 +40,8 @@ const RENEW_CHUNK = 500;
 export class LiveCalls {
   /** The calls this server holds (and renews). */
   private readonly held = new Set<string>();
+  /** The SIP dialogs of the phone calls held: the call's own, then any it added (a bridged transfer's second call). */
+  private readonly dialogs = new Map<string, { orgId: string; kept: KeptDialog[] }>();
   private timer: NodeJS.Timeout | null = null;
   private handlers: AbandonedCallHandlers | null = null;
   private pass: Promise<void> = Promise.resolve();
@@ -53,13 +55,28 @@ export class LiveCalls {
    */
   async hold(callId: string, orgId: string, sipDialog: KeptDialog | null = null): Promise<void> {
     this.held.add(callId);
+    if (sipDialog) this.dialogs.set(callId, { orgId, kept: [sipDialog] });
     await holdLiveCall(this.deps.db, { callId, orgId, owner: this.deps.owner, sipDialog }).catch((err: unknown) =>
       this.deps.logger.warn({ callId, err: err instanceof Error ? err.message : String(err) }, 'could not note a live call in the store'),
     );
   }
 
+  /**
+   * Adds a dialog to a held phone call's row (a bridged transfer's second call): if this server dies, that line gets
+   * its BYE too. The row then keeps a list of dialogs.
+   */
+  async keepAlso(callId: string, sipDialog: KeptDialog): Promise<void> {
+    const entry = this.dialogs.get(callId);
+    if (!entry || !this.held.has(callId)) return;
+    entry.kept.push(sipDialog);
+    await holdLiveCall(this.deps.db, { callId, orgId: entry.orgId, owner: this.deps.owner, sipDialog: entry.kept }).catch((err: unknown) =>
+      this.deps.logger.warn({ callId, err: err instanceof Error ? err.message : String(err) }, 'could not note a second line of a live call in the store'),
+    );
+  }
+
   /** The call is over (record final, line closed). */
   async release(callId: string): Promise<void> {
+    this.dialogs.delete(callId);
     if (!this.held.delete(callId)) return;
     await releaseLiveCall(this.deps.db, callId, this.deps.owner).catch((err: unknown) =>
       this.deps.logger.warn({ callId, err: err instanceof Error ? err.message : String(err) }, 'could not remove a live call from the store'),
@@ -105,10 +122,14 @@ export class LiveCalls {
     const { logger } = this.deps;
     const callId = row.call_id;
     if (row.sip_dialog && handlers.hangUp) {
-      const dialog = JSON.parse(row.sip_dialog) as KeptDialog;
+      // One dialog, or a list (the call's own and a bridged transfer's second call): each gets its BYE.
+      const kept = JSON.parse(row.sip_dialog) as KeptDialog | KeptDialog[];
+      const hangUp = handlers.hangUp;
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
-        handlers.hangUp(dialog).catch((err: unknown) => logger.warn({ callId, err: err instanceof Error ? err.message : String(err) }, 'live calls: BYE of an abandoned call failed')),
+        Promise.all((Array.isArray(kept) ? kept : [kept]).map((dialog) =>
+          hangUp(dialog).catch((err: unknown) => logger.warn({ callId, err: err instanceof Error ? err.message : String(err) }, 'live calls: BYE of an abandoned call failed')),
+        )),
         new Promise((r) => (timer = setTimeout(r, BYE_WAIT_MS))),
       ]);
       clearTimeout(timer);

@@ -36,7 +36,7 @@ export class PhoneCall {
   private resolveDone!: () => void;
   private readonly closedP: Promise<void>;
   private resolveClosed!: () => void;
-  private transfers: { service: CallTransfers; line: TransferLine } | null = null;
+  private transfers: { service: CallTransfers; line: TransferLine; keep?: (dialog: Dialog) => void } | null = null;
   /** The caller joined to a transfer target: the line is held until it ends. */
   private bridge: Bridge | null = null;
   /** Voicemail detection listens instead of the agent (detectAnswer). */
@@ -129,9 +129,12 @@ export class PhoneCall {
     void Promise.all([call.finished, this.closedP]).then(() => this.resolveDone());
   }
 
-  /** Lets the agent transfer this call (without it, transfers are refused). */
-  allowTransfers(service: CallTransfers, line: TransferLine): void {
-    this.transfers = { service, line };
+  /**
+   * Lets the agent transfer this call (without it, transfers are refused). `keep` notes a bridge's second call with
+   * this call's live row, so that a server stopping mid-bridge leaves both lines to be hung up.
+   */
+  allowTransfers(service: CallTransfers, line: TransferLine, keep?: (dialog: Dialog) => void): void {
+    this.transfers = { service, line, keep };
   }
 
   /** The agent asks for a transfer (its words before it have played): REFER, or a bridge this call then holds. */
@@ -148,6 +151,7 @@ export class PhoneCall {
         synthesize: (text, rate) => session.synthesize(text, rate),
         handoff: (option) => session.handoffText(option),
         recording: recording ?? undefined,
+        keep: this.transfers.keep,
       },
       req,
     );

@@ -71,7 +71,10 @@ export async function startPhoneCall(
     return deps.live?.release(callId);
   });
   const transfers = deps.transfers;
-  if (transfers) phone.allowTransfers(transfers, { orgId: line.orgId, agentId: line.agentId, direction: line.direction, ownNumber: line.ownNumber });
+  if (transfers) {
+    const own = { orgId: line.orgId, agentId: line.agentId, direction: line.direction, ownNumber: line.ownNumber };
+    phone.allowTransfers(transfers, own, (second) => void deps.live?.keepAlso(callId, second.snapshot()));
+  }
   const start = await hooks.agent(phone);
   const call = await deps.runtime.start(
     {

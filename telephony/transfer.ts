@@ -58,6 +58,8 @@ export interface TransferableCall {
   handoff(option: HandoffOption | undefined): Promise<string>;
   /** The call's recording, while the transfer runs: what the caller says and hears (8 kHz). */
   recording?: Tap;
+  /** Notes the second call's dialog with the call's live row (a server that stops mid-bridge: both get a BYE). */
+  keep?(dialog: Dialog): void;
 }
 
 /** Where a transfer's audio is recorded: the caller's side and what the caller hears. */
@@ -194,6 +196,7 @@ export class CallTransfers {
       const dialed = await this.dial(call, source, log);
       if ('status' in dialed) return { ok: false, say: dialed.status === 'busy' ? TRANSFER_BUSY : dialed.status === 'unanswered' ? TRANSFER_UNANSWERED : TRANSFER_FAILED };
       target = dialed;
+      call.keep?.(target.dialog);
       if (call.dialog.destroyed) return await giveUp(TRANSFER_FAILED);
       if (option.transferOnlyIfHuman !== false) {
         // Either side hanging up ends the wait for a verdict.

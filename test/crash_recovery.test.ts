@@ -1,7 +1,8 @@
 // Calls up on a server that is killed (kill -9) are ended by whoever is alive once its lease runs out: the same server
 // restarted, or another server on the store. Every call (an inbound phone call, campaign calls answered by a carrier,
 // a web call) ends `failed` with reason `server_stopped`, its post-conversation goes out once, the SIP peers (sipp)
-// get a BYE from the dialog kept in the store, and the campaign finishes without calling anyone twice.
+// get a BYE from the dialog kept in the store (both lines of a bridged transfer), and the campaign finishes without
+// calling anyone twice.
 import { afterEach, describe, expect, it } from 'vitest';
 import { freshStore, sleep, startServer, storeSql, testDialects, withStore, type StoreEnv, type TestServer } from './support/server.js';
 import { abandonedLiveCalls, claimLiveCall, holdLiveCall, renewLiveCalls } from '../control-plane/calls/live-calls.js';
@@ -174,6 +175,42 @@ describe('calls a killed server held', () => {
     expect(finished.metrics).toMatchObject({ total_participants: 2, contacts_called: 2, contacts_connected: 0 });
     expect(carrier.arrivals().map((a) => a.to.replace(/^\+/, '')).sort()).toEqual(recipients.map((r) => r.slice(1)).sort());
   }, 120_000);
+
+  it('a bridged transfer: the restarted server hangs up both the caller and the transfer target', async () => {
+    const store = freshStore('sqlite');
+    stores.push(store);
+    // The transfer target answers and waits for our BYE.
+    const target = await startSippCarrier({ answer: 'ok', calls: 1, timeoutS: 60 });
+    carriers.push(target);
+    const env = await serverEnv();
+    const first = await startServer({ store, env });
+    servers.push(first);
+    // Warm, with no person required: the agent places the second call and bridges the caller to it at once.
+    const agentId = await workflowAgent(first, {
+      nodes: [{ id: 'hand', type: 'transfer', text: 'Please hold on.', transferNumber: '+15550720001', transferOption: { type: 'warm_transfer' }, transferOnlyIfHuman: false }],
+      edges: [],
+    });
+    await answeredTrunk(first, agentId, { numbers: [INBOUND_NUMBER] });
+    const source = await first.request('POST', `${A}/sip-trunk/outbound`, { body: { name: 'Transfers out', address: `127.0.0.1:${target.port}`, numbers: [OUTBOUND_NUMBER] } });
+    expect(source.status, source.text).toBe(201);
+    const put = await first.request('PUT', `${A}/agent/${agentId}/transfer-source`, { body: { fromNumber: OUTBOUND_NUMBER } });
+    expect(put.status, put.text).toBe(200);
+    const caller = await callerWaitingForBye(Number(env.PARLEY_SIP_PORT), INBOUND_NUMBER);
+    await first.waitForLog(/transfer bridged to a second call/, 20_000);
+    first.proc.kill('SIGKILL');
+    await first.waitExit();
+    const second = await startServer({ store, env: { ...env, PARLEY_BOOTSTRAP_KEY: first.key } });
+    servers.push(second);
+    // Both lines of the bridge get their BYE from the dialogs kept in the store: the caller's and the target's.
+    const callerDone = await caller.done;
+    expect(callerDone.code, callerDone.output).toBe(0);
+    expect(sippMessages(callerDone.messages).filter((m) => m.direction === 'received' && m.method === 'BYE')).toHaveLength(1);
+    const targetDone = await target.done;
+    const byes = sippMessages(targetDone.messages).filter((m) => m.direction === 'received' && m.method === 'BYE');
+    expect(byes.length, targetDone.output).toBeGreaterThanOrEqual(1);
+    expect(new Set(byes.map((m) => m.headers['call-id'])).size).toBe(1);
+    expect(await second.waitForLog(/ended a call its server stopped holding/)).toMatch(/"bye":true/);
+  }, 90_000);
 
   it.runIf(testDialects().includes('postgres'))('are ended by another server on the store when theirs is killed (PostgreSQL)', async () => {
     const store = freshStore('postgres');
