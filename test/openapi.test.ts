@@ -126,7 +126,9 @@ describe.each(testDialects())('OpenAPI document and reference (%s)', (dialect) =
   it('describes security, error envelopes, zod-validated bodies and WebSocket routes', () => {
     const agent = doc.paths['/atoms/v1/agent']?.post as any;
     expect(agent.security).toEqual([{ apiKey: [] }, { session: [] }]);
-    expect(agent.responses['4XX']).toEqual({ $ref: '#/components/responses/PlatformError' });
+    // The client errors it answers, each listed: credentials (401, 429) and its body (400, 413).
+    expect(Object.keys(agent.responses)).toEqual(['201', '400', '401', '413', '429', '4XX', '5XX']);
+    expect(agent.responses['400']).toEqual({ $ref: '#/components/responses/PlatformError' });
     // The configuration fields come from the zod schemas that validate them (config-schema.ts).
     const body = agent.requestBody.content['application/json'].schema;
     expect(body.required).toEqual(['name']);
@@ -136,7 +138,7 @@ describe.each(testDialects())('OpenAPI document and reference (%s)', (dialect) =
     expect(tool.properties.definition.anyOf).toHaveLength(2);
     const tts = doc.paths['/waves/v1/tts']?.post as any;
     expect(tts.security).toEqual([{ apiKey: [] }, { accessToken: [] }]);
-    expect(tts.responses['4XX']).toEqual({ $ref: '#/components/responses/TtsError' });
+    expect(tts.responses['400']).toEqual({ $ref: '#/components/responses/TtsError' });
     const live = doc.paths['/waves/v1/stt/live']?.get as any;
     expect(live['x-websocket']).toBe(true);
     expect(live.responses['101']).toBeDefined();
@@ -206,8 +208,10 @@ describe.each(testDialects())('OpenAPI document and reference (%s)', (dialect) =
         const status = op['x-websocket'] ? await upgradeStatus(url) : (await fetch(url, { method: method.toUpperCase() })).status;
         const key = `${method.toUpperCase()} ${template}`;
         expect(await unmatchedCount(base), `${key} (answered ${status}) fell through to the unmatched-route fallback`).toBe(before);
-        // Operations that need a credential refuse without one (agent connect checks its token itself).
+        // Operations that need a credential refuse without one (agent connect checks its token itself), with a status
+        // the document lists for them.
         if ((op.security ?? []).length > 0) expect([401, 403], key).toContain(status);
+        if (!op['x-websocket']) expect(Object.keys(op.responses), `${key} answered ${status} without credentials`).toContain(String(status));
         probed.push(key);
       }
     }
@@ -216,6 +220,29 @@ describe.each(testDialects())('OpenAPI document and reference (%s)', (dialect) =
     const before = await unmatchedCount(base);
     await fetch(`${base}/atoms/v1/no-such-route`);
     expect(await unmatchedCount(base)).toBe(before + 1);
+  }, 120_000);
+
+  it('with a key, every documented operation answers a status its document lists (an unknown id, an empty JSON body)', async () => {
+    const { server } = suite;
+    const undocumented: string[] = [];
+    let probed = 0;
+    for (const [template, item] of Object.entries(doc.paths)) {
+      const path = template.replace(/\{[^}]+\}/g, '0123456789abcdef01234567');
+      for (const [method, op] of Object.entries(item)) {
+        if (!METHODS.includes(method) || op['x-websocket']) continue;
+        const verb = method.toUpperCase();
+        const res = await fetch(server.base + path, {
+          method: verb,
+          headers: { authorization: `Bearer ${server.key}`, ...(['POST', 'PUT', 'PATCH'].includes(verb) ? { 'content-type': 'application/json' } : {}) },
+          ...(['POST', 'PUT', 'PATCH'].includes(verb) ? { body: '{}' } : {}),
+        });
+        await res.arrayBuffer();
+        probed++;
+        if (!Object.hasOwn(op.responses, String(res.status))) undocumented.push(`${verb} ${template}: answered ${res.status}, documents ${Object.keys(op.responses).join(', ')}`);
+      }
+    }
+    expect(probed).toBeGreaterThan(100);
+    expect(undocumented).toEqual([]);
   }, 120_000);
 
   it('publish and restore answer the success statuses the document lists (200 committed, 202 scanning), not 201', async () => {

@@ -121,6 +121,22 @@ function openApiPath(pattern: string): { path: string; params: string[] } {
 const operationId = (method: string, path: string) =>
   `${method.toLowerCase()}${path.replace(/[{}]/g, '').split(/[^A-Za-z0-9]+/).filter(Boolean).map((w) => w[0]?.toUpperCase() + w.slice(1)).join('')}`;
 
+/**
+ * The client-error statuses a route answers: those its shape implies (credentials: 401 refused, 429 over the key's
+ * rate; a path parameter: 404; a body or a query: 400; a body: 413 over the size limit) and those it declares. The
+ * document lists each, then `4XX` for the rarer ones a route's domain code may answer (409, 403...) not listed yet;
+ * test/openapi.test.ts checks the listed ones against real answers.
+ */
+export function errorStatuses(route: RouteRecord, hasParams: boolean): number[] {
+  const doc = route.doc;
+  const out = new Set<number>(doc?.errors ?? []);
+  if (route.auth !== 'none') [401, 429].forEach((s) => out.add(s));
+  if (hasParams) out.add(404);
+  if (doc?.body || doc?.query?.length) out.add(400);
+  if (doc?.body) out.add(413);
+  return [...out].sort((a, b) => a - b);
+}
+
 function operation(route: RouteRecord): Json {
   const doc = route.doc;
   if (!doc) throw new Error('undocumented route');
@@ -149,7 +165,8 @@ function operation(route: RouteRecord): Json {
     success.content = { [res.contentType ?? 'application/json']: { schema } };
   }
   const error = { $ref: `#/components/responses/${errorComponent(route)}` };
-  op.responses = { [status]: success, ...Object.fromEntries((res.also ?? []).map((s) => [String(s), success])), '4XX': error, '5XX': error };
+  const errors = errorStatuses(route, params.length > 0);
+  op.responses = { [status]: success, ...Object.fromEntries((res.also ?? []).map((s) => [String(s), success])), ...Object.fromEntries(errors.map((s) => [String(s), error])), '4XX': error, '5XX': error };
   op.security = securityOf(route);
   if (route.websocket) op['x-websocket'] = true;
   return op;

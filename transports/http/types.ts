@@ -104,6 +104,11 @@ export interface RouteDoc {
   /** The success answer; default 200, the `{status: true, data}` envelope on agent-platform routes. */
   /** `status`: the usual success; `also`: other success statuses the route answers with the same body schema (202). */
   response?: { status?: number; also?: number[]; description?: string; schema?: DocSchema; contentType?: string };
+  /**
+   * Error statuses this route answers beyond the ones its shape implies (every credentialed route: 401 and 429; a path
+   * parameter: 404; a body or a query: 400; a body: 413): 403, 409, 503... Each is listed in the document (then `4XX`).
+   */
+  errors?: number[];
   deprecated?: boolean;
 }
 

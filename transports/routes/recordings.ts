@@ -36,7 +36,7 @@ export function recordingRoutes(server: HttpServer, prefix: string, ctx: RouteCo
   server.route('GET', `${prefix}/conversation/:callId/recording/download-url`, async (req) => {
     if (!/^CALL-\d+-[0-9a-f]+$/.test(req.params.callId as string)) throw badRequest('Invalid call ID format');
     return ok({ presignedUrl: (await signedUrl(req, 'mono')).url });
-  }, { ...auth, doc: d("A signed download URL of a call's recording", { response: { description: '`{presignedUrl}`.' } }) });
+  }, { ...auth, doc: d("A signed download URL of a call's recording", { response: { description: '`{presignedUrl}`.' }, errors: [400] }) });
 
   server.route('GET', `${prefix}/recording-files/:org/:callId/:file`, async (req) => {
     const key = `${req.params.org}/${req.params.callId}/${req.params.file}`;
@@ -52,5 +52,5 @@ export function recordingRoutes(server: HttpServer, prefix: string, ctx: RouteCo
     const bytes = await objects.get(key);
     if (!bytes) throw notFound('No such recording');
     return { status: 200, body: bytes, headers: { 'Content-Type': 'audio/wav', 'Cache-Control': 'private, no-store' } };
-  }, { auth: 'none', doc: d('A recording (WAV), for whoever holds a valid signed URL', { query: [{ name: 'expires', required: true }, { name: 'signature', required: true }], response: { description: 'The recording.', contentType: 'audio/wav', schema: { type: 'string', contentMediaType: 'audio/wav' } } }) });
+  }, { auth: 'none', doc: d('A recording (WAV), for whoever holds a valid signed URL', { query: [{ name: 'expires', required: true }, { name: 'signature', required: true }], response: { description: 'The recording.', contentType: 'audio/wav', schema: { type: 'string', contentMediaType: 'audio/wav' } }, errors: [403] }) });
 }

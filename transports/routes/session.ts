@@ -89,20 +89,21 @@ export function sessionRoutes(server: HttpServer, prefix: string, deps: SessionR
         `${SIGN_IN_FAILURES_PER_MINUTE} failed attempts a minute from one address: 429 with Retry-After.`,
       body: { schema: signInBody },
       response: { status: 201, schema: sessionData },
+      errors: [401, 429],
     }),
   });
 
   server.route('GET', `${prefix}/auth/session`, async (req) => {
     const { session } = await currentSession(req, deps.sessions);
     return ok(view(session), 200, NO_STORE);
-  }, { auth: 'none', doc: d('The current session (a reloaded page gets its CSRF token back)', { description: COOKIE_NOTE, response: { schema: sessionData } }) });
+  }, { auth: 'none', doc: d('The current session (a reloaded page gets its CSRF token back)', { description: COOKIE_NOTE, response: { schema: sessionData }, errors: [401] }) });
 
   server.route('DELETE', `${prefix}/auth/session`, async (req) => {
     const { token, session } = await currentSession(req, deps.sessions);
     requireCsrf(req, session);
     await deps.sessions.delete(token);
     return ok({ signedOut: true }, 200, { ...NO_STORE, 'Set-Cookie': cookie(req, '', 0) });
-  }, { auth: 'none', doc: d('Sign out (deletes the session, clears the cookie)', { description: `${COOKIE_NOTE} Needs \`X-CSRF-Token\` (403 without it).` }) });
+  }, { auth: 'none', doc: d('Sign out (deletes the session, clears the cookie)', { description: `${COOKIE_NOTE} Needs \`X-CSRF-Token\` (403 without it).`, errors: [401, 403] }) });
 
   server.route('POST', `${prefix}/auth/session/access-token`, async (req) => {
     // A cookie-only route: an API client mints with its key at POST {waves}/auth/token.
@@ -122,6 +123,7 @@ export function sessionRoutes(server: HttpServer, prefix: string, deps: SessionR
         'counts against the same per-key limit as `POST /auth/token` of the inference API (429 with Retry-After). ' +
         'Requests with an `Authorization` header are refused (403): API clients mint with their key there.',
       response: { status: 201, description: 'The token, in the shape of the inference API\'s `POST /auth/token`.', schema: { ...TOKEN_RESPONSE, properties: { ...TOKEN_RESPONSE.properties, expires_in: { type: 'integer', const: CONSOLE_TOKEN_TTL_SECONDS } } } },
+      errors: [401, 403, 429],
     }),
   });
 }
