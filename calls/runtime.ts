@@ -27,6 +27,7 @@ import { CallTools, orgRequestOptions, type ClientToolChannel } from './tools.js
 import { runPreCall, type PreCallResult } from './pre-call.js';
 import { CallPrivacy, REDACTION_NOTE, redactionOptions } from './privacy.js';
 import { resolveAgentTools } from '../control-plane/tools/tools.js';
+import { CallTrace } from './tracing.js';
 import { recordingKey, type ObjectStore } from '../control-plane/recordings/object-store.js';
 
 export interface CallRuntimeDeps {
@@ -80,6 +81,8 @@ export interface StartCall {
   leaveMessage?: string;
   /** The transport keeps the call's live row (a phone call, from its answer, with its dialog): the runtime does not. */
   lineHeld?: boolean;
+  /** The call's span, when it began before the session (an outbound call's, from its INVITE); otherwise one starts here. */
+  trace?: CallTrace;
   /** The pre-call API already under way (`CallRuntime.preCall`: an outbound call starts it while it rings). */
   preCall?: Promise<PreCallResult | null>;
 }
@@ -166,8 +169,20 @@ export class CallRuntime {
    * recorded what it needs). The opening turn begins at once.
    */
   async start(call: StartCall, emit: (event: SessionEvent) => void): Promise<RunningCall> {
+    const callId = call.callId ?? newCallId();
+    const { agent } = call.resolved;
+    const trace = call.trace ?? CallTrace.start({ callId, orgId: agent.org_id, agentId: agent.id, mode: call.mode, type: call.type, isTest: call.isTest });
+    try {
+      return await this.run({ ...call, callId }, emit, trace);
+    } catch (err) {
+      trace.end({ status: 'failed', reason: 'start_failed' });
+      throw err;
+    }
+  }
+
+  private async run(call: StartCall & { callId: string }, emit: (event: SessionEvent) => void, trace: CallTrace): Promise<RunningCall> {
     const { db, registry, logger, metrics } = this.deps;
-    const { resolved } = call;
+    const { resolved, callId } = call;
     const agentId = resolved.agent.id;
     const orgId = resolved.agent.org_id;
     const spec = agentSpec(agentId, resolved.workflowType, resolved.config, registry);
@@ -176,7 +191,6 @@ export class CallRuntime {
     if (call.leaveMessage !== undefined) spec.allowInterruptions = false;
     // The ambience is rendered off the event loop the first time a kind is used at this rate.
     if (spec.backgroundSound) await prepareAmbience(spec.backgroundSound, call.outputRate);
-    const callId = call.callId ?? newCallId();
     const conversationType = CONVERSATION_TYPE[call.type];
     const variables = this.variablesOf(spec, call, callId);
     // The pre-call API, before the agent speaks: its variables fill the call's (the first message may use them). A
@@ -199,6 +213,7 @@ export class CallRuntime {
       vault: this.deps.vault,
       allowPrivateEgress: this.deps.allowPrivateEgress,
       client: call.clientTools,
+      trace,
       onVariables: (values) => {
         Object.assign(variables, values);
         writer.update({ variables: { ...variables } });
@@ -288,6 +303,7 @@ export class CallRuntime {
             break;
           case 'turn_metrics':
             metrics.turn(call.mode, event.metrics);
+            trace.turn(event.metrics);
             writer.update({ metrics: { ...callFacts, turns: [...session.turnMetrics], interruptions: [...session.interruptions] } });
             break;
           case 'ended': {
@@ -304,6 +320,7 @@ export class CallRuntime {
               variables: { ...variables },
               metrics: { ...callFacts, turns: [...session.turnMetrics], interruptions: [...session.interruptions], processedAt: endedAt.toISOString() },
             };
+            trace.end({ status: final.status, reason: final.endReason }, { 'parley.call.turns': final.metrics.turns.length, ...(answeredBy ? { 'parley.call.answered_by': answeredBy } : {}) });
             // The recording first (so post-conversation can name it), then the final record and its event together.
             writer.close();
             void writer

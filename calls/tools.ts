@@ -5,6 +5,7 @@ import type { FunctionTool, ToolCall, Vars } from '../engine/agent/types.js';
 import { executeApiCall, type ApiCallOptions } from '../engine/agent/tools/api-call.js';
 import type { ApiCallToolDefinition, ClientToolDefinition, ToolDefinition } from '../engine/agent/tools/types.js';
 import { checkEgress, safeFetch } from '../engine/net/egress.js';
+import type { CallTrace, ToolSpan } from './tracing.js';
 
 /** The app side of client tools: sends the call, resolves with the app's result (or null on timeout). */
 export interface ClientToolChannel {
@@ -19,6 +20,8 @@ export interface CallToolsOptions {
   client?: ClientToolChannel;
   /** Called with variables a tool extracted (responseVariables). */
   onVariables(values: Vars): void;
+  /** The call's span: each tool call gets one under it (name, kind, outcome; never the arguments or the answer). */
+  trace?: CallTrace;
 }
 
 const PARAM_TYPES = { text: 'string', number: 'number', boolean: 'boolean', enum: 'string' } as const;
@@ -92,26 +95,48 @@ export class CallTools {
   /** Runs a call; null when no such tool can run here (the session speaks a fallback). */
   async run(call: ToolCall, vars: Vars): Promise<string | null> {
     const def = this.byName.get(call.name);
-    if (!def) return null;
+    const span = this.opts.trace?.tool(call.name, def?.type ?? 'unknown');
+    try {
+      return await this.execute(def, call, vars, span);
+    } catch (err) {
+      span?.end('error');
+      throw err;
+    }
+  }
+
+  private async execute(def: ToolDefinition | undefined, call: ToolCall, vars: Vars, span: ToolSpan | undefined): Promise<string | null> {
+    if (!def) {
+      span?.end('unavailable');
+      return null;
+    }
     let args: Record<string, unknown> = {};
     try {
       const parsed = call.arguments ? (JSON.parse(call.arguments) as unknown) : {};
       if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) args = parsed as Record<string, unknown>;
     } catch {
+      span?.end('error');
       return JSON.stringify({ error: 'the arguments were not valid JSON' });
     }
-    if (def.type === 'client_tool') return this.runClient(def, call);
+    if (def.type === 'client_tool') return this.runClient(def, call, span);
     const { auth, ...visible } = def;
     const result = await executeApiCall(visible as ApiCallToolDefinition, args, vars, { auth, ...orgRequestOptions(this.opts) });
+    span?.end(result.ok ? 'ok' : 'error', result.status);
     if (Object.keys(result.variables).length) this.opts.onVariables(result.variables);
     return result.ok ? result.text : JSON.stringify({ error: result.error ?? `HTTP ${result.status ?? 'error'}`, status: result.status ?? null, body: result.text });
   }
 
-  private async runClient(def: ClientToolDefinition, call: ToolCall): Promise<string | null> {
+  private async runClient(def: ClientToolDefinition, call: ToolCall, span: ToolSpan | undefined): Promise<string | null> {
     const client = this.opts.client;
-    if (!client) return null;
+    if (!client) {
+      span?.end('unavailable');
+      return null;
+    }
     const answer = await client.call(call, { timeoutMs: def.timeoutMs, expectsResponse: def.expectsResponse });
-    if (!def.expectsResponse) return JSON.stringify({ status: 'sent' });
+    if (!def.expectsResponse) {
+      span?.end('sent');
+      return JSON.stringify({ status: 'sent' });
+    }
+    span?.end(answer === null ? 'timeout' : 'ok');
     return answer ?? JSON.stringify({ error: `the app did not answer within ${def.timeoutMs} ms` });
   }
 }

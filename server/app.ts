@@ -66,6 +66,7 @@ import { dncRoutes, type DncRouteDeps } from '../transports/routes/dnc.js';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Settings } from './settings.js';
+import { startTracing } from './tracing.js';
 
 export interface RunningApp {
   port: number;
@@ -76,6 +77,8 @@ export interface RunningApp {
 }
 
 export async function startApp(settings: Settings, logger: Logger = pino({ level: settings.logLevel })): Promise<RunningApp> {
+  // OpenTelemetry traces when OTEL_EXPORTER_OTLP_ENDPOINT is set (the SDK is loaded only then); flushed last in stop().
+  const tracing = await startTracing(settings.traces, logger);
   const store = await openStore({ dataDir: settings.dataDir, databaseUrl: settings.databaseUrl, pgSchema: settings.databaseSchema });
   logger.info({ store: store.describe }, 'store open');
   if (settings.bootstrapKey && (await ensureBootstrapKey(store.db, settings.bootstrapKey))) logger.info('bootstrap API key created');
@@ -273,6 +276,8 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
       await registry.close();
       await webhooks.stop();
       await store.close();
+      // Last: the spans of the calls and deliveries that ended above.
+      await tracing?.shutdown();
     },
   };
 }

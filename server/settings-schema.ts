@@ -27,6 +27,7 @@ export const GROUPS = {
   sip: 'SIP and RTP',
   carrier: 'Platform carrier',
   outbound: 'Outbound calls and campaigns',
+  observability: 'Observability',
 } as const;
 export type Group = keyof typeof GROUPS;
 
@@ -313,7 +314,36 @@ export const SETTINGS: readonly Setting[] = [
   setting('PARLEY_OUTBOUND_RING_SECS', 'outbound', 'outboundRingSecs', int(60, 1), 'How long an outbound call rings before we CANCEL it (`no_answer`, `ringing_timeout`).'),
   setting('PARLEY_OUTBOUND_LEASE_SECS', 'outbound', 'outboundLeaseSecs', int(30, 2), 'A server\'s claim on the calls it places or has up, not renewed this long (its server stopped), is taken back by a live server.'),
   setting('PARLEY_CAMPAIGN_MINUTE_MS', 'outbound', 'campaignMinuteMs', int(60_000, 1), 'How long one minute of a campaign\'s `retryDelay` lasts (tests and dry runs shorten it).'),
+
+  // Observability: OpenTelemetry's standard variables (docs/traces.md). The SDK is loaded only when an endpoint is set.
+  setting('OTEL_EXPORTER_OTLP_ENDPOINT', 'observability', 'traces.endpoint', url(['http', 'https'], 'http://localhost:4318'), 'Switches traces on: spans go there over OTLP/HTTP (protobuf), at `<endpoint>/v1/traces`. Unset (and no traces endpoint): no spans are kept and the SDK is not loaded.'),
+  setting('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'observability', 'traces.tracesEndpoint', url(['http', 'https'], 'http://localhost:4318/v1/traces'), 'The full URL spans are sent to (as given, nothing appended); wins over `OTEL_EXPORTER_OTLP_ENDPOINT` and also switches traces on.'),
+  setting('OTEL_SERVICE_NAME', 'observability', 'traces.serviceName', text('parley', 'a name'), 'The `service.name` of every span.'),
+  setting('OTEL_EXPORTER_OTLP_HEADERS', 'observability', 'traces.headers', custom('unset', '`key=value` pairs, comma separated (values URL-encoded)', (raw, name) => parseOtlpHeaders(raw, name)), 'Headers sent with every export (a collector\'s or vendor\'s key); never logged, never in a span.'),
 ];
+
+/** OTEL_EXPORTER_OTLP_HEADERS as the OpenTelemetry SDK reads it: `k1=v1,k2=v2`, values URL-decoded. */
+function parseOtlpHeaders(raw: string | undefined, name: string): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const entry of (raw ?? '').split(',')) {
+    if (!entry.trim()) continue;
+    // As W3C baggage, which the SDK parses it as: properties after `;` are dropped.
+    const pair = entry.split(';')[0] as string;
+    const at = pair.indexOf('=');
+    let key = '';
+    let value = '';
+    try {
+      key = at > 0 ? decodeURIComponent(pair.slice(0, at).trim()) : '';
+      value = decodeURIComponent(pair.slice(at + 1).trim());
+    } catch {
+      /* refused below */
+    }
+    // The value is not echoed: it is usually a credential.
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(key) || !value) throw new Error(`${name} must be key=value pairs separated by commas (entry ${key ? `"${key}"` : 'without a name'} is not)`);
+    headers[key] = value;
+  }
+  return headers;
+}
 
 /** Settings taken out of the product: set, they refuse start-up with what happens now. */
 export const REMOVED: Readonly<Record<string, string>> = {

@@ -88,6 +88,11 @@ export interface Settings {
   recordingStore?: RecordingStoreKind;
   /** How long one minute of a campaign's `retryDelay` lasts (PARLEY_CAMPAIGN_MINUTE_MS, 60000; tests and dry runs shorten it). */
   campaignMinuteMs: number;
+  /**
+   * OpenTelemetry traces (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_SERVICE_NAME,
+   * OTEL_EXPORTER_OTLP_HEADERS): on when an endpoint is set (server/tracing.ts). The headers are credentials.
+   */
+  traces: { endpoint?: string; tracesEndpoint?: string; serviceName: string; headers: Record<string, string> };
 }
 
 /** Sets `obj.a.b.c` for the path `a.b.c`, making the objects on the way. */

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { loadSettings } from '../server/settings.js';
 import { HARNESS, REMOVED, SETTINGS, editDistance, nearestSetting } from '../server/settings-schema.js';
 import { SETTINGS_DOC, settingsMarkdown } from '../server/settings-docs.js';
+import { tracesUrl } from '../server/tracing.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
@@ -74,6 +75,27 @@ describe('settings schema', () => {
       warmModels: false,
       allowPrivateEgress: true,
     });
+  });
+
+  it('reads the OpenTelemetry variables as the SDK does: traces off unless an endpoint is set; headers never echoed', () => {
+    expect(loadSettings({}).traces).toEqual({ endpoint: undefined, tracesEndpoint: undefined, serviceName: 'parley', headers: {} });
+    expect(tracesUrl(loadSettings({}).traces)).toBeNull();
+    expect(tracesUrl(loadSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).traces)).toBe('http://collector:4318/v1/traces');
+    expect(tracesUrl(loadSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otlp.example.com/base/' }).traces)).toBe('https://otlp.example.com/base/v1/traces');
+    expect(tracesUrl(loadSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://b:4318/spans' }).traces)).toBe('http://b:4318/spans');
+    expect(loadSettings({ OTEL_SERVICE_NAME: 'voice-eu', OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=abc%3D%3D, Authorization=Basic%20dXNlcjpwYXNz;meta' }).traces).toMatchObject({
+      serviceName: 'voice-eu',
+      headers: { 'x-api-key': 'abc==', Authorization: 'Basic dXNlcjpwYXNz' },
+    });
+    expect(() => loadSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' })).toThrow('OTEL_EXPORTER_OTLP_ENDPOINT must be an http or https URL');
+    let refusal = '';
+    try {
+      loadSettings({ OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=ok,s3cr3t-token' });
+    } catch (err) {
+      refusal = (err as Error).message;
+    }
+    expect(refusal).toContain('OTEL_EXPORTER_OTLP_HEADERS must be key=value pairs');
+    expect(refusal).not.toContain('s3cr3t');
   });
 
   it('every PARLEY_* name the tests and benches use is a setting, a harness variable, or (in refusal tests only) a removed one', () => {

@@ -12,6 +12,7 @@
 // only once its attempt is older than 2 x timeout + 1 s, which no live attempt can reach (each is aborted at the
 // timeout); a single restarted server therefore records it within that time of the crash.
 import { createHmac } from 'node:crypto';
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { Selectable } from 'kysely';
 import type { Db } from '../store/db.js';
@@ -34,6 +35,9 @@ export interface DispatcherOptions {
   /** How often the outbox is read without a notify() (default 1000 ms). */
   pollMs?: number;
 }
+
+/** Spans of deliveries (the API's no-op unless server/tracing.ts loaded the SDK); calls/tracing.ts names the ids alike. */
+const tracer = trace.getTracer('parley');
 
 const MAX_ANSWER_BYTES = 64 * 1024;
 const MAX_ERROR_CHARS = 500;
@@ -179,6 +183,21 @@ export class WebhookDispatcher {
     this.controllers.add(controller);
     const timer = setTimeout(() => controller.abort(Object.assign(new Error('timed out'), { name: 'TimeoutError' })), this.timeoutMs);
     const started = performance.now();
+    // Its event, receiver host and outcome: never the URL's path or query, the headers, the body or the secret.
+    const span = tracer.startSpan('parley.webhook', {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        'parley.call_id': row.call_id,
+        'parley.org_id': row.org_id,
+        'parley.agent_id': row.agent_id,
+        'parley.webhook.id': row.webhook_id,
+        'parley.webhook.delivery_id': row.id,
+        'parley.webhook.event': row.event_type,
+        // Each delivery is attempted once (no retry).
+        'parley.webhook.attempt': 1,
+        ...receiver(row.url),
+      },
+    });
     let code: number | null = null;
     let error: string | null = null;
     let latency: number | null = null;
@@ -206,6 +225,14 @@ export class WebhookDispatcher {
       this.controllers.delete(controller);
     }
     const status = error === null ? 'DELIVERED' : 'FAILED';
+    if (code !== null) span.setAttribute('http.response.status_code', code);
+    span.setAttribute('parley.webhook.outcome', status);
+    if (error !== null) {
+      // A class of failure, not the error's text (which may name the receiver's address).
+      span.setAttribute('error.type', code !== null ? String(code) : error === SHUTDOWN ? 'shutdown' : error.startsWith('timeout') ? 'timeout' : 'request_failed');
+      span.setStatus({ code: SpanStatusCode.ERROR });
+    }
+    span.end();
     await this.db
       .updateTable('webhook_outbox')
       .set({ status, response_code: code, latency_ms: latency, error: error?.slice(0, MAX_ERROR_CHARS) ?? null })
@@ -269,6 +296,16 @@ async function discard(res: Response): Promise<void> {
     }
   } catch {
     /* answer cut off: the status code already decided */
+  }
+}
+
+/** The receiver's host and port, for a delivery's span. */
+function receiver(url: string): Record<string, string | number> {
+  try {
+    const u = new URL(url);
+    return { 'server.address': u.hostname, 'server.port': Number(u.port) || (u.protocol === 'https:' ? 443 : 80) };
+  } catch {
+    return {};
   }
 }
 

@@ -39,6 +39,7 @@ import type { SipTrunksTable } from '../../control-plane/store/schema.js';
 import { aheadMs, intervalMs, staleMs, until, type Pacer, type Slot } from './pacer.js';
 import type { CallTransfers } from '../transfer.js';
 import type { LiveCalls } from '../../calls/live-calls.js';
+import { CallTrace, type DialSpan } from '../../calls/tracing.js';
 
 /** A moment of the event loop held free for a send (the server wires transports/http/loop-reservations.ts here). */
 export interface LoopReservation {
@@ -528,6 +529,9 @@ export class OutboundDialer {
     let dialog: Dialog | null = null;
     let phone = null as PhoneCall | null; // set by startPhoneCall once the line is answered
     let ringTimedOut = false;
+    // The call's span from its INVITE (the runtime ends it once the agent is on), and the dial's.
+    let trace: CallTrace | null = null;
+    let dial: DialSpan | null = null;
     const ringTimer = setTimeout(() => {
       ringTimedOut = true;
       ring.abort.abort();
@@ -545,11 +549,16 @@ export class OutboundDialer {
         checkSdp, // the callee's re-INVITEs and UPDATEs: the same media-address rules as its answer
       });
       dialing.catch(() => undefined); // settled below; not an unhandled rejection while the status is written
+      // Made after the INVITE has gone (nothing added before it), timed from when it went.
+      const dialedAt = Date.now() - (performance.now() - sentAt);
+      trace = CallTrace.start({ callId, orgId: row.org_id, agentId: row.agent_id, mode: 'webcall', type: 'telephony_outbound', isTest: Boolean(row.is_test) }, dialedAt);
+      dial = trace.dial(row.trunk_id, dialedAt);
       // The agent's configuration and its pre-call API while the phone rings: once the callee answers, the agent does
       // not make them wait for the lookup (at most its timeout when it is slower than the ringing).
       const early = this.beforeAnswer(row);
       await updateCall(db, callId, { status: 'processing' });
       dialog = await dialing;
+      dial.end({ status: 'answered', reason: 'answered' }, 200);
       clearTimeout(ringTimer);
       this.ringing.delete(callId);
       // Answered: the call is no longer the queue's (nor cancelable). If another server closed it meanwhile (our lease
@@ -560,6 +569,7 @@ export class OutboundDialer {
         void p.rtp.finish();
         lease.release();
         logger.warn({ callId }, 'outbound call answered after its record was closed elsewhere; hung up');
+        trace.end({ status: 'failed', reason: 'closed_elsewhere' });
         return;
       }
       this.held.delete(callId);
@@ -608,6 +618,7 @@ export class OutboundDialer {
               ...(machine ? { leaveMessage: vmd!.endText } : {}),
               resolved,
               preCall,
+              trace: trace ?? undefined,
               type: 'telephony_outbound',
               isTest: Boolean(row.is_test),
               variables: JSON.parse(row.variables) as Record<string, string | number | boolean>,
@@ -631,14 +642,20 @@ export class OutboundDialer {
         if (phone) phone.end('error');
         else lease.release();
         logger.error({ callId, err: message }, 'outbound call answered, but it could not go on');
-        await this.record(row, { status: 'failed', reason: err instanceof DialFailure ? err.message : 'agent_unavailable' });
+        const outcome = { status: 'failed' as const, reason: err instanceof DialFailure ? err.message : 'agent_unavailable' };
+        trace?.end(outcome);
+        await this.record(row, outcome);
         // A PhoneCall gives its row back once done; a call refused before one existed gives it back here.
         if (!phone) await this.deps.live?.release(callId);
         return;
       }
       lease.release();
       if (!(err instanceof SipError) && !(err instanceof DialFailure)) logger.error({ callId, err: message }, 'outbound call failed');
-      await this.finish(row, ['slotted', 'dialing'], this.unansweredOutcome(err, ring, ringTimedOut));
+      const outcome = this.unansweredOutcome(err, ring, ringTimedOut);
+      // The final response's status when one came from the far end (not one our own stack made up).
+      dial?.end(outcome, err instanceof SipError && err.response?.source ? err.status : null);
+      trace?.end(outcome);
+      await this.finish(row, ['slotted', 'dialing'], outcome);
     }
   }
 
