@@ -28,7 +28,7 @@ import { agentRoutes } from '../transports/routes/agents.js';
 import { versioningRoutes } from '../transports/routes/versioning.js';
 import { legacyV1Routes } from '../transports/routes/legacy-v1.js';
 import { SecretVault, loadMasterKey } from '../control-plane/secrets/vault.js';
-import { WebhookSecretBox } from '../control-plane/webhooks/secret-box.js';
+import { SecretBox } from '../control-plane/secrets/secret-box.js';
 import { WebhookDispatcher } from '../control-plane/webhooks/dispatcher.js';
 import { webhookRoutes } from '../transports/routes/webhooks.js';
 import { telephonyRoutes } from '../transports/routes/telephony.js';
@@ -106,16 +106,16 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
     authenticate: authenticator(keys, tokens, sessions, new RateLimiter(), settings.rateLimitPerMinute),
     clearance: reservations,
   });
-  const webhookSecrets = new WebhookSecretBox(loadMasterKey(settings.dataDir, settings.secretKey));
+  const secretBox = new SecretBox(loadMasterKey(settings.dataDir, settings.secretKey));
   const webhooks = new WebhookDispatcher(store.db, {
-    secrets: webhookSecrets,
+    secrets: secretBox,
     allowPrivate: settings.allowPrivateEgress,
     logger,
     timeoutMs: settings.webhookTimeoutMs,
     pollMs: settings.webhookPollMs,
     concurrency: settings.webhookConcurrency,
   });
-  const ctx = { db: store.db, publish, logger, settings, vault, webhooks, webhookSecrets };
+  const ctx = { db: store.db, publish, logger, settings, vault, webhooks, secretBox };
   // URLs in agents' configurations (the pre-call API) are checked against this server's egress policy when written.
   setConfigEgressPolicy(settings.allowPrivateEgress);
   systemRoutes(server, store, metrics);
@@ -220,15 +220,15 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   // Outbound calls: paced per carrier address in this process, or with every server sharing PARLEY_REDIS_URL.
   const pacer = sip ? (settings.redisUrl ? new RedisPacer(settings.redisUrl) : new LocalPacer()) : null;
   // Transfers (REFER, or a second call at the pace of its carrier address bridged to the caller).
-  const transfers = sip && pacer ? new CallTransfers(sip, { db: store.db, carrier: settings.carrier, secrets: webhookSecrets, media, pacer, logger }) : undefined;
+  const transfers = sip && pacer ? new CallTransfers(sip, { db: store.db, carrier: settings.carrier, secrets: secretBox, media, pacer, logger }) : undefined;
   // Digest guessing limits: counted in this process, or across every server sharing PARLEY_REDIS_URL.
   const digestGuard = sip ? (settings.redisUrl ? new RedisDigestGuard(settings.redisUrl) : new LocalDigestGuard()) : null;
   const inbound = sip && digestGuard
-    ? new InboundCalls(sip, { db: store.db, runtime, limits, secrets: webhookSecrets, carrier: settings.carrier, logger, media, mediaTimeoutSecs: settings.sip.rtpTimeoutSecs, metrics: telephonyMetrics, transfers, digestGuard, live })
+    ? new InboundCalls(sip, { db: store.db, runtime, limits, secrets: secretBox, carrier: settings.carrier, logger, media, mediaTimeoutSecs: settings.sip.rtpTimeoutSecs, metrics: telephonyMetrics, transfers, digestGuard, live })
     : null;
   const dialer = sip && pacer
     ? new OutboundDialer(sip, {
-        db: store.db, runtime, limits, media, pacer, secrets: webhookSecrets, carrier: settings.carrier, logger, metrics: telephonyMetrics,
+        db: store.db, runtime, limits, media, pacer, secrets: secretBox, carrier: settings.carrier, logger, metrics: telephonyMetrics,
         owner, mediaTimeoutSecs: settings.sip.rtpTimeoutSecs,
         ringSecs: settings.outboundRingSecs,
         leaseMs: settings.outboundLeaseSecs * 1000,

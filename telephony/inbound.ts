@@ -4,7 +4,7 @@
 import type { Logger } from 'pino';
 import type { Db } from '../control-plane/store/db.js';
 import { resolveInbound, trunkPassword, addressAllowed, type InboundTrunk } from '../control-plane/telephony/routing.js';
-import type { WebhookSecretBox } from '../control-plane/webhooks/secret-box.js';
+import type { SecretBox } from '../control-plane/secrets/secret-box.js';
 import { resolveCallConfig } from '../control-plane/calls/call-config.js';
 import type { CallRuntime } from '../calls/runtime.js';
 import type { SessionLimits } from '../calls/session-limits.js';
@@ -27,7 +27,7 @@ export interface InboundDeps {
   runtime: CallRuntime;
   limits: SessionLimits;
   /** Opens sealed trunk passwords. */
-  secrets: WebhookSecretBox;
+  secrets: SecretBox;
   carrier: CarrierSettings;
   logger: Logger;
   /** Where calls' RTP legs run (the media worker thread, or the main thread). */

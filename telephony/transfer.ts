@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import type { Db } from '../control-plane/store/db.js';
 import { findDialingNumber, transferSourceOf } from '../control-plane/telephony/dialing.js';
 import { dialRoute, type DialRoute } from '../control-plane/telephony/outbound.js';
-import type { WebhookSecretBox } from '../control-plane/webhooks/secret-box.js';
+import type { SecretBox } from '../control-plane/secrets/secret-box.js';
 import type { TransferRequest } from '../engine/agent/session.js';
 import type { HandoffOption } from '../engine/agent/types.js';
 import { floatToInt16 } from '../engine/audio/pcm.js';
@@ -32,7 +32,7 @@ export interface TransferDeps {
   db: Db;
   carrier: CarrierSettings;
   /** Opens sealed trunk passwords. */
-  secrets: WebhookSecretBox;
+  secrets: SecretBox;
   media: MediaLegs;
   /** The outbound pace per carrier address: a transfer's second call keeps it like any outbound call. */
   pacer: Pacer;

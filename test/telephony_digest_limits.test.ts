@@ -9,7 +9,7 @@ import { mediaDialects, storeSql, type StoreEnv, type TestServer } from './suppo
 import { STACK_HOST } from './support/sip-peers.js';
 import { RawCaller, digestAnswer, type Answered } from './support/raw-caller.js';
 import { answeredTrunk, sipServerForSuite, workflowAgent } from './support/phone-server.js';
-import { WebhookSecretBox } from '../control-plane/webhooks/secret-box.js';
+import { SecretBox } from '../control-plane/secrets/secret-box.js';
 import { loadMasterKey } from '../control-plane/secrets/vault.js';
 import { sealTrunkPassword } from '../control-plane/telephony/trunk-secrets.js';
 import type { GuardScope } from '../telephony/digest-guard.js';
@@ -209,7 +209,7 @@ describe.each(mediaDialects())('trunk passwords on %s', (dialect) => {
     const number = '+15550700111';
     const trunkId = await answeredTrunk(server, agentId, { numbers: [number], authUsername: 'legacy', authPassword: 'placeholder-long-password' });
     // As a trunk made before the minimum: its stored password is 4 characters.
-    const box = new WebhookSecretBox(loadMasterKey(store.dataDir, server.env.PARLEY_SECRET_KEY));
+    const box = new SecretBox(loadMasterKey(store.dataDir, server.env.PARLEY_SECRET_KEY));
     await storeSql(store, 'UPDATE sip_trunks SET auth_password = $1 WHERE id = $2', [sealTrunkPassword(box, trunkId, 'old1'), trunkId]);
     const caller = await callerFrom(server, '127.0.0.5');
     await answeredAndHungUp(caller, await authenticate(caller, number, 'old1', 'legacy'));

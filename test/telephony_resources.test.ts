@@ -5,7 +5,7 @@ import { createOrgKey, runCliOn, storeSql, testDialects, withStore, type StoreEn
 import { serverForSuite } from './support/suite.js';
 import { A, createAgent } from './support/agents.js';
 import { resolveInbound, trunkPassword, addressAllowed } from '../control-plane/telephony/routing.js';
-import { WebhookSecretBox } from '../control-plane/webhooks/secret-box.js';
+import { SecretBox } from '../control-plane/secrets/secret-box.js';
 import { loadMasterKey } from '../control-plane/secrets/vault.js';
 import { initTelephonyWindow } from '../control-plane/telephony/window.js';
 import { loadSettings } from '../server/settings.js';
@@ -288,7 +288,7 @@ describe.each(testDialects())('telephony resources on %s (inside the window)', (
     expect(s().logs.join('\n')).not.toContain(password);
     const stored = await storeSql(suite.store, 'SELECT auth_password FROM sip_trunks WHERE id = $1', [inbound._id]);
     expect(String(stored[0]?.auth_password)).not.toContain(password);
-    const box = new WebhookSecretBox(loadMasterKey(suite.store.dataDir, 'ab'.repeat(32)));
+    const box = new SecretBox(loadMasterKey(suite.store.dataDir, 'ab'.repeat(32)));
     expect(await withStore(suite.store, (db) => trunkPassword(db, box, inbound._id))).toBe(password);
     expect(await withStore(suite.store, (db) => trunkPassword(db, box, out._id))).toBe(password);
     expect(await withStore(suite.store, (db) => trunkPassword(db, box, (list.body.data.trunks as any[]).find((t) => !t.hasAuthPassword)._id))).toBeNull();

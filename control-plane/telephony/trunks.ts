@@ -5,7 +5,7 @@ import type { SipTrunksTable } from '../store/schema.js';
 import { isObjectId, newId, nowIso } from '../store/ids.js';
 import { badRequest, conflict, notFound, ownRow } from '../errors.js';
 import type { Actor } from '../agents/agents.js';
-import type { WebhookSecretBox } from '../webhooks/secret-box.js';
+import type { SecretBox } from '../secrets/secret-box.js';
 import { DIRECTIONS, readTrunkInput, type Direction, type TrunkFields, type TrunkInput } from './trunk-input.js';
 import { sealTrunkPassword } from './trunk-secrets.js';
 import { trunkUsage } from './usage.js';
@@ -16,7 +16,7 @@ export type TrunkRow = Selectable<SipTrunksTable>;
 export interface TrunkDeps {
   db: Db;
   /** Seals trunk passwords with the vault's master key. */
-  box: WebhookSecretBox;
+  box: SecretBox;
 }
 
 const trunkNotFound = () => notFound('SIP trunk not found');
@@ -151,7 +151,7 @@ async function uniqueRace<T>(q: Db, orgId: string, direction: Direction, f: Trun
 }
 
 /** Inserts a validated trunk (its numbers too) inside `tx`; returns its id. */
-export async function insertTrunk(tx: Tx, box: WebhookSecretBox, orgId: string, direction: Direction, input: TrunkInput): Promise<string> {
+export async function insertTrunk(tx: Tx, box: SecretBox, orgId: string, direction: Direction, input: TrunkInput): Promise<string> {
   const id = newId();
   const now = nowIso();
   await tx

@@ -19,12 +19,12 @@ import type { Db } from '../store/db.js';
 import type { WebhookOutboxTable } from '../store/schema.js';
 import { nowIso } from '../store/ids.js';
 import { EgressError, safeFetch } from '../../engine/net/egress.js';
-import type { WebhookSecretBox } from './secret-box.js';
+import type { SecretBox } from '../secrets/secret-box.js';
 
 type OutboxRow = Selectable<WebhookOutboxTable>;
 
 export interface DispatcherOptions {
-  secrets: WebhookSecretBox;
+  secrets: SecretBox;
   /** Egress policy for endpoints (PARLEY_ALLOW_PRIVATE_EGRESS). */
   allowPrivate: boolean;
   logger: Logger;

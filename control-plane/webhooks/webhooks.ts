@@ -10,7 +10,7 @@ import { badRequest, notFound, ownRow } from '../errors.js';
 import { checkField, says } from '../validation.js';
 import type { Actor } from '../agents/agents.js';
 import { EgressError, checkEgressStatic } from '../../engine/net/egress.js';
-import { WebhookSecretBox } from './secret-box.js';
+import { SecretBox } from '../secrets/secret-box.js';
 
 export const EVENT_TYPES = ['pre-conversation', 'post-conversation', 'analytics-completed'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -20,7 +20,7 @@ export type WebhookRow = Selectable<WebhooksTable>;
 
 export interface WebhookDeps {
   db: Db;
-  secrets: WebhookSecretBox;
+  secrets: SecretBox;
   /** The server's egress policy, applied to endpoints when they are set (literal addresses and known names). */
   allowPrivateEgress: boolean;
 }
@@ -160,7 +160,7 @@ export async function createWebhook(deps: WebhookDeps, actor: Actor, body: unkno
           url: url as string,
           description: description as string,
           headers: JSON.stringify(headers),
-          secret: deps.secrets.seal(id, WebhookSecretBox.generate()),
+          secret: deps.secrets.seal(id, SecretBox.generate()),
           status: 'enabled',
           created_by: actor.name,
           created_at: now,

@@ -21,7 +21,7 @@ import {
 } from '../../control-plane/telephony/outbound.js';
 import { parseCarrierAddress } from '../../control-plane/telephony/validation.js';
 import { trunkPassword } from '../../control-plane/telephony/trunk-secrets.js';
-import type { WebhookSecretBox } from '../../control-plane/webhooks/secret-box.js';
+import type { SecretBox } from '../../control-plane/secrets/secret-box.js';
 import type { CarrierSettings } from '../../control-plane/telephony/carrier.js';
 import type { CallRuntime } from '../../calls/runtime.js';
 import type { Lease, SessionLimits } from '../../calls/session-limits.js';
@@ -57,7 +57,7 @@ export interface DialerDeps {
   media: MediaLegs;
   pacer: Pacer;
   /** Opens sealed trunk passwords. */
-  secrets: WebhookSecretBox;
+  secrets: SecretBox;
   carrier: CarrierSettings;
   logger: Logger;
   metrics?: TelephonyMetrics;
@@ -751,7 +751,7 @@ export interface CarrierLine {
 
 /** The line to `toNumber` through outbound trunk `trunkId` (null: the platform carrier); DialFailure when there is none. */
 export async function carrierLine(
-  deps: { db: Db; secrets: WebhookSecretBox; carrier: CarrierSettings },
+  deps: { db: Db; secrets: SecretBox; carrier: CarrierSettings },
   trunkId: string | null,
   toNumber: string,
 ): Promise<CarrierLine> {

@@ -7,7 +7,7 @@ import type { HttpRequest } from '../http/types.js';
 import type { CarrierSettings } from '../../control-plane/telephony/carrier.js';
 import type { SecretVault } from '../../control-plane/secrets/vault.js';
 import type { WebhookDispatcher } from '../../control-plane/webhooks/dispatcher.js';
-import type { WebhookSecretBox } from '../../control-plane/webhooks/secret-box.js';
+import type { SecretBox } from '../../control-plane/secrets/secret-box.js';
 
 export interface RouteContext {
   db: Db;
@@ -20,7 +20,7 @@ export interface RouteContext {
   /** Webhook delivery dispatcher: call `webhooks.notify()` after a transaction that ran enqueueEvent committed. */
   webhooks: WebhookDispatcher;
   /** Seals and opens webhook signing secrets (the vault's master key). */
-  webhookSecrets: WebhookSecretBox;
+  secretBox: SecretBox;
 }
 
 export interface RouteSettings {

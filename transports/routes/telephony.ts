@@ -12,7 +12,7 @@ import { actorOf, type RouteContext } from './context.js';
 export function telephonyRoutes(server: HttpServer, prefix: string, ctx: RouteContext): void {
   const auth = { auth: 'key' as const };
   const d = docs('Telephony');
-  const deps: TrunkDeps = { db: ctx.db, box: ctx.webhookSecrets };
+  const deps: TrunkDeps = { db: ctx.db, box: ctx.secretBox };
   /** Whether deprecated items still work; responses that carry one say so with `Deprecation: true`. */
   const windowOpen = async () => (await telephonyWindow(ctx.db)).open;
   const deprecatedIf = (open: boolean) => (open ? { ...DEPRECATION } : undefined);

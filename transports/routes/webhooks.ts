@@ -8,7 +8,7 @@ import { actorOf, type RouteContext } from './context.js';
 
 export function webhookRoutes(server: HttpServer, prefix: string, ctx: RouteContext): void {
   const auth = { auth: 'key' as const };
-  const deps: WebhookDeps = { db: ctx.db, secrets: ctx.webhookSecrets, allowPrivateEgress: ctx.settings.allowPrivateEgress };
+  const deps: WebhookDeps = { db: ctx.db, secrets: ctx.secretBox, allowPrivateEgress: ctx.settings.allowPrivateEgress };
   const w = `${prefix}/webhook`;
   const d = docs('Webhooks');
   const id = (params: Record<string, string>) => params.id as string;
