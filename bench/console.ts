@@ -16,7 +16,7 @@
 //         output_audio.delta arriving.
 //     The browser's figure includes its capture (20 ms blocks), its playback scheduling (at least 20 ms ahead) and
 //     the page's own work; the difference of the medians is what the console adds.
-// Env: BENCH_LOADS (10), BENCH_TALK_ROUNDS (3), BENCH_GAP_S (6), BENCH_DIALECT (sqlite).
+// Env: BENCH_LOADS (10), BENCH_TALK_ROUNDS (3; 0 skips part 3), BENCH_GAP_S (6), BENCH_DIALECT (sqlite).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -31,7 +31,7 @@ import { CHROMIUM, CHROMIUM_ARGS, launchBrowser } from '../test/support/browser.
 import { freshStore, startServer, type Dialect } from '../test/support/server.js';
 
 const LOADS = intEnv('BENCH_LOADS', 10, 1);
-const ROUNDS = intEnv('BENCH_TALK_ROUNDS', 3, 1);
+const ROUNDS = intEnv('BENCH_TALK_ROUNDS', 3, 0);
 const GAP_S = intEnv('BENCH_GAP_S', 6, 2);
 const DIALECT = (process.env.BENCH_DIALECT ?? 'sqlite') as Dialect;
 const TURNS = 4;
@@ -164,7 +164,7 @@ try {
   }
   const b = stats(browserMs);
   const w = stats(wsMs);
-  result.talk = { browser: b, rawWebSocket: w, browserMinusWsP50Ms: r1(b.p50 - w.p50), ratioP50: Math.round((b.p50 / w.p50) * 100) / 100, browserMs, wsMs };
+  if (ROUNDS > 0) result.talk = { browser: b, rawWebSocket: w, browserMinusWsP50Ms: r1(b.p50 - w.p50), ratioP50: Math.round((b.p50 / w.p50) * 100) / 100, browserMs, wsMs };
 
   printTable('Console load time to interactive (ms from navigation start, measured in the page)', ['case', 'n', 'p50', 'p95', 'min', 'max'], [
     ...Object.entries(load).map(([k, v]) => {
@@ -173,11 +173,13 @@ try {
     }),
   ], 1);
   if (download) console.log(`\nCold signed-in load: ${download.responses} responses, ${download.bodyBytes} B of bodies (encoded), ${download.headerBytes} B of headers\n  ${download.files.join('\n  ')}`);
-  printTable(`Talk latency, end of the caller's speech -> first agent audio (ms), ${ROUNDS} rounds x ${TURNS} turns each way`, ['path', 'turns', 'p50', 'p95', 'min', 'max'], [
-    ['browser (console)', String(b.n), String(b.p50), String(b.p95), String(b.min), String(b.max)],
-    ['raw WebSocket', String(w.n), String(w.p50), String(w.p95), String(w.min), String(w.max)],
-  ], 1);
-  console.log(`\nbrowser - raw WebSocket, p50: ${r1(b.p50 - w.p50)} ms (ratio ${(b.p50 / w.p50).toFixed(2)})`);
+  if (ROUNDS > 0) {
+    printTable(`Talk latency, end of the caller's speech -> first agent audio (ms), ${ROUNDS} rounds x ${TURNS} turns each way`, ['path', 'turns', 'p50', 'p95', 'min', 'max'], [
+      ['browser (console)', String(b.n), String(b.p50), String(b.p95), String(b.min), String(b.max)],
+      ['raw WebSocket', String(w.n), String(w.p50), String(w.p95), String(w.min), String(w.max)],
+    ], 1);
+    console.log(`\nbrowser - raw WebSocket, p50: ${r1(b.p50 - w.p50)} ms (ratio ${(b.p50 / w.p50).toFixed(2)})`);
+  } else console.log('\ntalk latency not measured (BENCH_TALK_ROUNDS=0)');
 } finally {
   const { problems } = await stopAndCollectProblems(server);
   result.serverProblems = problems;

@@ -30,7 +30,7 @@
 //     pacing at cpsLimit 50 with one server and with two sharing PostgreSQL and Redis, and outbound answer -> first
 //     agent audio.
 // Env: BENCH_SETUP_CALLS (60), BENCH_SETUP_RATE (4), BENCH_SETUP_HOLD_MS (500), BENCH_LEVELS (1,4,8,12,16),
-// BENCH_TURNS (4), BENCH_TURNS_AT_1 (16), BENCH_SIDE_ORDER (sip, ws, alternate or mixed: which side runs first at each level, or both at once; sip), BENCH_PAUSE_MS (1000), BENCH_STAGGER_MS (2000), BENCH_WS_RATE (8000 or 16000; 8000),
+// BENCH_TURNS (4), BENCH_TURNS_AT_1 (16), BENCH_WARMUP_TURNS (1: turns of the warm-up phone and web call; 0: the greeting only), BENCH_SIDE_ORDER (sip, ws, alternate or mixed: which side runs first at each level, or both at once; sip), BENCH_PAUSE_MS (1000), BENCH_STAGGER_MS (2000), BENCH_WS_RATE (8000 or 16000; 8000),
 // BENCH_CALLER_NICE (-10: the callers' nice value once the
 // servers run, where allowed, so the bench's own scheduling stays out of the RTP timing; 0 leaves it), BENCH_CALLER_SLICE (1:
 // the callers' thread takes the media thread's 0.1 ms time slice, as PARLEY_MEDIA_PRIORITY=latency; 0 leaves it), BENCH_HOST_NOISE_S
@@ -77,6 +77,8 @@ const LEVELS = (process.env.BENCH_LEVELS ?? '1,4,8,12,16').split(',').map(Number
 const TURNS = intEnv('BENCH_TURNS', 4, 1);
 /** Turns at level 1: one caller gives few samples, and the p50 of 4 turns moved by 40-70 ms between runs. */
 const TURNS_AT_1 = intEnv('BENCH_TURNS_AT_1', 16, 1);
+/** Turns of the warm-up phone call and web call (not reported); 0 warms the call path with the greeting alone. */
+const WARMUP_TURNS = intEnv('BENCH_WARMUP_TURNS', 1, 0);
 /** Seconds of the host's timer-noise probe (bench/lib/host-noise.ts) before the first level and after the last; 0 skips it. */
 const NOISE_S = intEnv('BENCH_HOST_NOISE_S', 10, 0);
 const STALLS = process.env.BENCH_VCPU_STALLS !== '0';
@@ -296,7 +298,16 @@ interface Side {
   v2vByCall: number[][];
 }
 
+/** Share of intervals whose deviation is above `ms` (a complementary CDF: the tail the p99 figure comes from). */
+type Ccdf = { ms: number; above: number }[];
+/** Thresholds of the caller's deviation CCDF, ms. */
+const CCDF_MS = [0.25, 0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50];
+
 type SipSide = Side & {
+  /** The caller's |interval - 20 ms| over the level's phone calls, as a CCDF at CCDF_MS (for plots). */
+  deviationCcdf: Ccdf;
+  /** The same at the server's send, from its histogram's bucket bounds (parley_rtp_send_interval_deviation_seconds). */
+  sendDeviationCcdf: Ccdf;
   deviationP99Ms: number;
   deviationMaxMs: number;
   sendDeviationP99Ms: number;
@@ -402,7 +413,12 @@ async function phoneSide(t: Target, n: number, turns: number, speech: Buffer[], 
   const deviations = phone.results.flatMap((r) => r.deviations);
   const underrunS = r1((c1.underrunS - t.counters.underrunS) * 1000) / 1000;
   const skippedTicks = c1.skippedTicks - t.counters.skippedTicks;
-  const sendDeviationP99Ms = r1(histogramQuantile(diffHistograms(c1.sendDeviation, t.counters.sendDeviation).get(''), 0.99) * 1000);
+  const sendHist = diffHistograms(c1.sendDeviation, t.counters.sendDeviation).get('');
+  const sendDeviationP99Ms = r1(histogramQuantile(sendHist, 0.99) * 1000);
+  const deviationCcdf: Ccdf = CCDF_MS.map((ms) => ({ ms, above: deviations.length ? Math.round((deviations.filter((d) => d > ms).length / deviations.length) * 1e6) / 1e6 : NaN }));
+  const sendDeviationCcdf: Ccdf = sendHist
+    ? sendHist.buckets.filter((b) => Number.isFinite(b.le)).map((b) => ({ ms: Math.round(b.le * 1e6) / 1000, above: Math.round((1 - b.count / sendHist.count) * 1e6) / 1e6 }))
+    : [];
   t.counters = c1;
   const held = phone.side.failed === 0 && underrunS === 0 && skippedTicks === 0;
   let vcpuStalls: SipSide['vcpuStalls'] = { unavailable: typeof probe === 'string' ? probe : 'not read' };
@@ -419,7 +435,7 @@ async function phoneSide(t: Target, n: number, turns: number, speech: Buffer[], 
     const { windows: _w, ...counts } = stalls;
     vcpuStalls = { ...counts, touchedPct: r1((touched / Math.max(1, deviations.length)) * 100), deviationP99OutsideMs: q(outside, 0.99) };
   }
-  return { ...phone.side, deviationP99Ms: q(deviations, 0.99), deviationMaxMs: r1(deviations.length ? Math.max(...deviations) : NaN), sendDeviationP99Ms, underrunS, skippedTicks, held, vcpuStalls };
+  return { ...phone.side, deviationCcdf, sendDeviationCcdf, deviationP99Ms: q(deviations, 0.99), deviationMaxMs: r1(deviations.length ? Math.max(...deviations) : NaN), sendDeviationP99Ms, underrunS, skippedTicks, held, vcpuStalls };
 }
 
 try {
@@ -471,15 +487,15 @@ try {
   const sliceRefused = CALLER_SLICE ? setThreadSlice(MEDIA_SLICE_NS) : 'BENCH_CALLER_SLICE=0';
   callerSliceSet = sliceRefused === null;
   log(`callers' nice value ${os.getPriority(0)} (asked ${CALLER_NICE}); time slice ${callerSliceSet ? `${MEDIA_SLICE_NS / 1000} us` : `default (${sliceRefused})`}`);
-  log('warm-up: one phone call and one web call, one turn each (not reported)');
+  log(`warm-up: one phone call and one web call, ${WARMUP_TURNS} turn(s) each (not reported)`);
   const seen = new Set<string>();
   for (const t of targets) {
-    const w = await phoneCall(t.server as TestServer, phoneSpeech, 0, 0, 1);
+    const w = await phoneCall(t.server as TestServer, phoneSpeech, 0, 0, WARMUP_TURNS);
     if (w.error) throw new Error(`warm-up phone call failed: ${w.error}`);
     await phoneRecords(t.server as TestServer, seen);
     t.counters = await mediaCounters(t.server as TestServer);
   }
-  const warmWeb = await webCall(s, agentId, webSpeech, 0, 0, 1);
+  const warmWeb = await webCall(s, agentId, webSpeech, 0, 0, WARMUP_TURNS);
   if (warmWeb.error) throw new Error(`warm-up web call failed: ${warmWeb.error}`);
   if (NOISE_S > 0) {
     hostNoise.before = await measureHostNoise(NOISE_S);
@@ -681,7 +697,7 @@ writeFileSync(
       node: process.version,
       cpus: os.cpus().length,
       timestamp: new Date().toISOString(),
-      config: { sideOrder: SIDE_ORDER, wsRate: WS_RATE, setupCalls: SETUP_CALLS, setupRate: SETUP_RATE, setupHoldMs: SETUP_HOLD_MS, levels: LEVELS, turns: TURNS, turnsAt1: TURNS_AT_1, wsChunkMs: WS_CHUNK_MS, pauseMs: PAUSE_MS, staggerMs: STAGGER_MS, serverEnv: SERVER_ENV },
+      config: { sideOrder: SIDE_ORDER, wsRate: WS_RATE, warmupTurns: WARMUP_TURNS, setupCalls: SETUP_CALLS, setupRate: SETUP_RATE, setupHoldMs: SETUP_HOLD_MS, levels: LEVELS, turns: TURNS, turnsAt1: TURNS_AT_1, wsChunkMs: WS_CHUNK_MS, pauseMs: PAUSE_MS, staggerMs: STAGGER_MS, serverEnv: SERVER_ENV },
       goals,
       hostNoise,
       setup,

@@ -12,6 +12,7 @@
 // Env: BENCH_BARGE=0 skips barge-in (BENCH_BARGE_TRIALS, BENCH_BARGE_FALSE per kind); BENCH_SETS (default
 // human8,inserted,synth; also human16 and fit); BENCH_MAX_TURN_S (15); BENCH_LIVE=N streams N items to a real server too;
 // BENCH_WEIGHTS=file.json evaluates other end-of-turn weights (an EotWeights object) in place of the shipped ones.
+// BENCH_CACHE_DIR puts the corpus and replay caches elsewhere than bench/.cache (e.g. to time a cold run).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,7 +29,7 @@ import { pct, punctuationPolicy, simulate, smartPolicy, summarize, vadPolicy, ty
 import { calibrateRecognition, replayAll, toSessionRate, type ItemReplay } from './lib/turn-replay.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-const CACHE = path.join(ROOT, 'bench/.cache/turn-replay');
+const CACHE = path.join(process.env.BENCH_CACHE_DIR ? path.resolve(process.env.BENCH_CACHE_DIR) : path.join(ROOT, 'bench/.cache'), 'turn-replay');
 const VAD_DELAYS = [200, 300, 400, 500, 600, 700, 800, 1000, 1200, 1500, 2000, 2500];
 const MAX_TURN_S = Number(process.env.BENCH_MAX_TURN_S ?? 15);
 const MIN_DELAYS = [100, 150, 200, 250, 300, 400];

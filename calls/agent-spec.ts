@@ -10,12 +10,13 @@ const num = (v: unknown, fallback: number): number => (typeof v === 'number' && 
 const bool = (v: unknown, fallback: boolean): boolean => (typeof v === 'boolean' ? v : fallback);
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v ? v : undefined);
 
-/** Built-in voices used when the configured voice id is not one of ours (hosted-platform ids such as `nyah`). */
-const DEFAULT_VOICE = { female: 'slt', male: 'rms' } as const;
-
+/**
+ * The voice that speaks: the configured one when we have it, else (a hosted-platform id such as `nyah`) the built-in
+ * voice for its gender: RHVoice slt/bdl when installed, else Flite slt/rms (engine/models/voice-defaults.ts).
+ */
 export function resolveVoice(registry: ModelRegistry, voiceId: string | undefined, gender: string | undefined): string {
   if (voiceId && registry.voice(voiceId)) return voiceId;
-  return gender === 'male' ? DEFAULT_VOICE.male : DEFAULT_VOICE.female;
+  return registry.fallbackVoice(gender);
 }
 
 export function agentSpec(agentId: string, workflowType: string, config: Record<string, unknown>, registry: ModelRegistry): AgentSpec {

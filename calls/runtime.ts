@@ -1,5 +1,6 @@
 // Runs calls: a resolved agent configuration becomes an engine session whose call record is kept in the store.
 // Shared by the agent WebSocket, the test-call route and (later) telephony.
+import { agentSpeechText } from './speech-text.js';
 import type { Logger } from 'pino';
 import type { Db } from '../control-plane/store/db.js';
 import { pinnedTarget, resolveCallConfig, type ResolvedCallConfig } from '../control-plane/calls/call-config.js';
@@ -24,6 +25,7 @@ import { deterministicAnalytics, llmAnalytics, type CallAnalytics } from './anal
 import { CallEvents } from './events.js';
 import { CallRecorder, type RecordingExtension } from './recorder.js';
 import { CallTools, orgRequestOptions, type ClientToolChannel } from './tools.js';
+import { KnowledgeTools, type KnowledgeSearchRecord } from './knowledge-tool.js';
 import { runPreCall, type PreCallResult } from './pre-call.js';
 import { CallPrivacy, REDACTION_NOTE, redactionOptions } from './privacy.js';
 import { resolveAgentTools } from '../control-plane/tools/tools.js';
@@ -187,6 +189,7 @@ export class CallRuntime {
     const orgId = resolved.agent.org_id;
     const spec = agentSpec(agentId, resolved.workflowType, resolved.config, registry);
     if (call.inputDenoised) spec.denoise = false;
+    spec.speechText = await agentSpeechText(db, orgId, resolved.config);
     // Leaving a message on a machine: the message plays whole, whatever the machine does meanwhile.
     if (call.leaveMessage !== undefined) spec.allowInterruptions = false;
     // The ambience is rendered off the event loop the first time a kind is used at this rate.
@@ -208,8 +211,15 @@ export class CallRuntime {
     const answeredBy = call.answer?.verdict ?? null;
     const toolRefs = Array.isArray(resolved.config.toolRefs) ? (resolved.config.toolRefs as string[]) : [];
     const library = await resolveAgentTools(db, orgId, toolRefs);
+    // Knowledge-base searches, each kept for the record's metrics (knowledgeBaseSearches) from the first one on.
+    const kbSearches: KnowledgeSearchRecord[] = [];
+    const knowledge = new KnowledgeTools({ db, orgId, agentTools: spec.tools ?? [], globalKnowledgeBaseId: resolved.config.globalKnowledgeBaseId, onSearch: (r) => {
+      kbSearches.push(r);
+      Object.assign(callFacts, { knowledgeBaseSearches: kbSearches });
+    } });
     const tools = new CallTools(library, spec.tools ?? [], {
       orgId,
+      knowledge,
       vault: this.deps.vault,
       allowPrivateEgress: this.deps.allowPrivateEgress,
       client: call.clientTools,
@@ -222,7 +232,7 @@ export class CallRuntime {
     const redaction = redactionOptions(resolved.config.redactionConfig);
     // The model sees placeholders where the caller's details were: it is told so, and not to read them aloud.
     if (redaction) spec.globalPrompt = [spec.globalPrompt, REDACTION_NOTE].filter(Boolean).join('\n\n');
-    const brain: Brain = call.leaveMessage !== undefined ? new MessageBrain(call.leaveMessage) : await createBrain(spec, resolved.config, { vault: this.deps.vault, orgId, defaultLlm: this.deps.defaultLlm }, tools.libraryFunctions(library));
+    const brain: Brain = call.leaveMessage !== undefined ? new MessageBrain(call.leaveMessage) : await createBrain(spec, resolved.config, { vault: this.deps.vault, orgId, defaultLlm: this.deps.defaultLlm }, [...tools.libraryFunctions(library), ...knowledge.functions()]);
     // The model that answers, not the configured `slmModel` name (a hosted model we do not run): null for a workflow graph.
     const slmModel = brain.modelName ?? null;
     const events = new CallEvents(db, this.deps.notifyWebhooks, {

@@ -22,6 +22,8 @@ export interface CallToolsOptions {
   onVariables(values: Vars): void;
   /** The call's span: each tool call gets one under it (name, kind, outcome; never the arguments or the answer). */
   trace?: CallTrace;
+  /** Knowledge-base searches (`knowledge_base_search` tools, the agent's `globalKnowledgeBaseId`): calls/knowledge-tool.ts. */
+  knowledge?: { has(name: string): boolean; run(call: ToolCall): Promise<string | null> };
 }
 
 const PARAM_TYPES = { text: 'string', number: 'number', boolean: 'boolean', enum: 'string' } as const;
@@ -94,6 +96,18 @@ export class CallTools {
 
   /** Runs a call; null when no such tool can run here (the session speaks a fallback). */
   async run(call: ToolCall, vars: Vars): Promise<string | null> {
+    const knowledge = this.opts.knowledge;
+    if (knowledge?.has(call.name)) {
+      const span = this.opts.trace?.tool(call.name, 'knowledge_base_search');
+      try {
+        const out = await knowledge.run(call);
+        span?.end(out === null ? 'unavailable' : 'ok');
+        return out;
+      } catch (err) {
+        span?.end('error');
+        throw err;
+      }
+    }
     const def = this.byName.get(call.name);
     const span = this.opts.trace?.tool(call.name, def?.type ?? 'unknown');
     try {

@@ -15,6 +15,7 @@ import { ttsRoutes } from '../transports/routes/tts.js';
 import { sttRoutes } from '../transports/routes/stt.js';
 import { voiceRoutes } from '../transports/routes/voices.js';
 import { ttsLiveSockets } from '../transports/ws/tts-live.js';
+import { pronunciationDictRoutes } from '../transports/routes/pronunciation-dicts.js';
 import { sttLiveSockets } from '../transports/ws/stt-live.js';
 import { s2sSocket } from '../transports/ws/s2s.js';
 import path from 'node:path';
@@ -63,6 +64,9 @@ import { CampaignRunner } from '../control-plane/campaigns/runner.js';
 import { audienceRoutes } from '../transports/routes/audiences.js';
 import { sweepAbandonedUploads } from '../control-plane/campaigns/audience-removal.js';
 import { dncRoutes, type DncRouteDeps } from '../transports/routes/dnc.js';
+import { knowledgeBaseRoutes } from '../transports/routes/knowledge-bases.js';
+import { organizationRoutes } from '../transports/routes/organization.js';
+import { callActionRoutes } from '../transports/routes/call-actions.js';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Settings } from './settings.js';
@@ -141,6 +145,8 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   campaignRoutes(server, settings.atomsPrefix, ctx, { wake: () => campaigns?.wake() });
   const dnc: DncRouteDeps = { runtime: null };
   dncRoutes(server, settings.atomsPrefix, ctx, dnc);
+  knowledgeBaseRoutes(server, settings.atomsPrefix, ctx);
+  callActionRoutes(server, settings.atomsPrefix, ctx);
   tokenRoutes(server, settings.wavesPrefix, minter);
   const registry = new ModelRegistry({
     cacheDir: path.join(settings.dataDir, 'models-cache'),
@@ -157,13 +163,17 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   metrics.watchInference(registry.queue);
   const started = Date.now();
   await registry.init(settings.warmModels);
-  logger.info({ warm: settings.warmModels, ms: Date.now() - started, voices: registry.voices().length }, 'speech models ready');
+  // Which synthesis engines and voices this server has (RHVoice only where the Debian package is installed), and why one is missing.
+  const engines = Object.fromEntries(registry.engines().map((e) => [e.id, e.voices.length ? e.voices.join(',') : `none (${e.missing ?? 'not installed'})`]));
+  logger.info({ warm: settings.warmModels, ms: Date.now() - started, voices: registry.voices().length, defaultVoice: registry.defaultVoiceId, engines }, 'speech models ready');
   voiceRoutes(server, settings.wavesPrefix, registry);
-  ttsRoutes(server, settings.wavesPrefix, registry);
+  ttsRoutes(server, settings.wavesPrefix, registry, store.db);
+  pronunciationDictRoutes(server, settings.wavesPrefix, store.db);
   const limits = new SessionLimits(settings.sessionCaps);
-  ttsLiveSockets(server, settings.wavesPrefix, registry, logger, limits);
+  await organizationRoutes(server, settings.atomsPrefix, ctx, limits);
+  ttsLiveSockets(server, settings.wavesPrefix, registry, logger, limits, store.db);
   sttLiveSockets(server, settings.wavesPrefix, registry, logger, limits, settings.sttIdleSeconds);
-  s2sSocket(server, settings.wavesPrefix, { registry, logger, llm: settings.llm, draining: () => server.isDraining, toolTimeoutMs: settings.s2sToolTimeoutMs, limits });
+  s2sSocket(server, settings.wavesPrefix, { registry, logger, llm: settings.llm, draining: () => server.isDraining, toolTimeoutMs: settings.s2sToolTimeoutMs, limits, db: store.db });
   sttRoutes(server, settings.wavesPrefix, registry, { maxBodyBytes: settings.sttMaxBytes, maxAudioSeconds: settings.sttMaxSeconds }, logger, { allowPrivate: settings.allowPrivateEgress });
   // Recordings: files under the data dir unless PARLEY_RECORDING_STORE=database (every server sharing the store serves them).
   const recordingStore = settings.recordingStore ?? 'files';

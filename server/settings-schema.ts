@@ -225,7 +225,7 @@ export const SETTINGS: readonly Setting[] = [
   // Realtime sessions. Sized from `npm run bench:agents` on a 2-core machine: 16 voice sessions keep up even when all
   // callers speak at the same moments (24 do not); 128 chat sessions answer within 2 ms (p95).
   setting('PARLEY_MAX_SPEECH_SESSIONS', 'sessions', 'sessionCaps.speech.server', int(16, 1), 'Concurrent sessions that run speech models (agent voice sessions and phone calls, live recognition, live synthesis, speech-to-speech), server-wide; beyond: 503 with `Retry-After` before the upgrade.', { essential: true }),
-  setting('PARLEY_MAX_SPEECH_SESSIONS_PER_KEY', 'sessions', 'sessionCaps.speech.perOwner', int(6, 1), 'The same per key (per organization for agent sessions opened with a `wct_` token); beyond: 429 with `Retry-After`.'),
+  setting('PARLEY_MAX_SPEECH_SESSIONS_PER_KEY', 'sessions', 'sessionCaps.speech.perOwner', int(6, 1), 'The same per key, and per organization for its agent calls (web, inbound, outbound: `orgLimit` in `GET /concurrency`; reservations of its agents are places within it); beyond: 429 with `Retry-After`.'),
   setting('PARLEY_MAX_CHAT_SESSIONS', 'sessions', 'sessionCaps.chat.server', int(128, 1), 'Concurrent text-only agent sessions (`mode=chat`), server-wide.'),
   setting('PARLEY_MAX_CHAT_SESSIONS_PER_KEY', 'sessions', 'sessionCaps.chat.perOwner', int(32, 1), 'Concurrent text-only agent sessions per key.'),
   setting('PARLEY_STT_IDLE_SECONDS', 'sessions', 'sttIdleSeconds', int(60, 1), 'A live recognition socket that gets no audio and no message for this long receives an `error` and is closed.'),

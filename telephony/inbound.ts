@@ -168,7 +168,7 @@ export class InboundCalls {
     }
     let lease;
     try {
-      lease = this.deps.limits.acquire('speech', `org:${route.orgId}`);
+      lease = this.deps.limits.acquire('speech', `org:${route.orgId}`, { orgId: route.orgId, agentId: route.agentId, channel: 'inbound' });
     } catch (err) {
       res.send(503, 'Service Unavailable', { headers: { 'Retry-After': String(err instanceof ApiError ? RETRY_AFTER_S : RETRY_AFTER_S) } });
       return;

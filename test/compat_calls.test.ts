@@ -205,7 +205,15 @@ describe.each(testDialects())('hosted-platform call compatibility on %s', (diale
     // Four more inserted through the store, for durations, statuses, types, numbers and dates hard to make live.
     const orgId = (await req('GET', `/agent/${a1}`, { key })).body.data.organization as string;
     const turns = [{ turn: 1, e2eMs: 640, userEnd: '2020-01-02T10:00:02.000Z', botStart: '2020-01-02T10:00:02.640Z' }];
-    const analytics = { summary: 'Asked about hours.', dispositionMetrics: [{ identifier: 'topic', value: 'hours', confidence: 0.9 }] };
+    const analytics = {
+      summary: 'Asked about hours.',
+      dispositionMetrics: [
+        { identifier: 'topic', value: 'hours', confidence: 0.9 },
+        { identifier: 'resolved', value: true, confidence: 1 },
+        { identifier: 'seats', value: 3, confidence: 1 },
+        { identifier: 'callback_time', value: null, confidence: 0 },
+      ],
+    };
     const insert = (input: Partial<NewCall>, patch: CallPatch, createdAt: string) =>
       withStore(suite.store, async (db) => {
         const made = await createCall(db, { orgId, agentId: a1, configSource: 'live', type: 'webcall', mode: 'webcall', isTest: false, variables: {}, voiceConfig: {}, ...input });
@@ -233,10 +241,12 @@ describe.each(testDialects())('hosted-platform call compatibility on %s', (diale
     const byId = new Map(all.body.data.logs.map((l: any) => [l.callId, l]));
     expect(byId.get(k1)).toEqual({
       _id: c1.id, callId: k1, status: 'completed', duration: 10, from: '+15550001111', to: null, type: 'webcall', agentId: a1, recordingUrl: null, recordingDualUrl: null,
-      disconnectionReason: 'client_requested', retryCount: 0, createdAt: '2020-01-01T10:00:00.000Z', dispositionMetrics: [], callFailureReason: null, callCost: 0,
+      disconnectionReason: 'client_requested', retryCount: 0, createdAt: '2020-01-01T10:00:00.000Z', dispositionMetrics: {}, callFailureReason: null, callCost: 0,
       versionId: r1._id, versionNumber: 1, isTest: false, retryCallId: null, retryAttemptNumber: 0, postCallAnalytics: null, turnLatencyMetrics: null,
     });
-    expect(byId.get(k2)).toMatchObject({ type: 'telephony_inbound', to: '+15559990000', isTest: true, versionId: null, versionNumber: null, dispositionMetrics: analytics.dispositionMetrics, postCallAnalytics: analytics });
+    expect(byId.get(k2)).toMatchObject({ type: 'telephony_inbound', to: '+15559990000', isTest: true, versionId: null, versionNumber: null, postCallAnalytics: analytics });
+    // The SDK's dispositionMetrics: identifier -> value as text (undecided metrics left out); postCallAnalytics keeps the detail.
+    expect((byId.get(k2) as any).dispositionMetrics).toEqual({ topic: 'hours', resolved: 'true', seats: '3' });
     // Transitions are ms from the start of the call, in the list and in the single read.
     const latency = { turns: 1, avgLatency: 640, medianLatency: 640, minLatency: 640, maxLatency: 640, latencies: [640], transitions: [{ turn: 1, user_end: 2000, bot_start: 2640, latency: 640 }] };
     expect((byId.get(k2) as any).turnLatencyMetrics).toMatchObject(latency);

@@ -6,6 +6,7 @@ import { serverForSuite } from './support/suite.js';
 import { testDialects } from './support/server.js';
 import { asteriskWav } from './support/speech.js';
 import { upgradeRefusal } from './support/ws-refusal.js';
+import { RHVOICE_INSTALLED } from './support/rhvoice.js';
 
 const W = '/waves/v1';
 
@@ -83,17 +84,23 @@ describe('speech compatibility', () => {
     }
   });
 
-  it('the voice catalog lists the default voice (slt) first, and marks it alone with isDefault', async () => {
-    for (const path of ['/voice/get-all-models', '/lightning-v3.1/get_voices', '/flite/get_voices']) {
+  it('the voice catalog lists the default voice first (RHVoice slt when installed, else Flite slt), and marks it alone with isDefault', async () => {
+    const flite = ['kal', 'kal16', 'awb', 'rms', 'slt'];
+    const dflt = RHVOICE_INSTALLED ? 'rhvoice-slt' : 'slt';
+    const all = RHVOICE_INSTALLED ? ['rhvoice-slt', 'rhvoice-clb', 'rhvoice-bdl', 'rhvoice-alan', ...flite] : ['slt', 'kal', 'kal16', 'awb', 'rms'];
+    for (const path of ['/voice/get-all-models', '/lightning-v3.1/get_voices']) {
       const res = await suite.server.request('GET', `${W}${path}`);
       expect(res.status).toBe(200);
       const voices = res.body.voices as Record<string, unknown>[];
-      expect(voices[0], path).toMatchObject({ voiceId: 'slt', isDefault: true });
+      expect(voices[0], path).toMatchObject({ voiceId: dflt, isDefault: true });
       expect(voices.filter((v) => 'isDefault' in v), path).toHaveLength(1);
-      expect(voices.map((v) => v.voiceId)).toEqual(['slt', 'kal', 'kal16', 'awb', 'rms']);
+      expect(voices.map((v) => v.voiceId)).toEqual(all);
     }
+    // An engine's own list has its voices only.
+    const own = await suite.server.request('GET', `${W}/flite/get_voices`);
+    expect(own.body.voices.map((v: { voiceId: string }) => v.voiceId)).toEqual(RHVOICE_INSTALLED ? flite : all);
     // The default voice is what the catalog says: it synthesises.
-    const res = await suite.server.request('POST', `${W}/tts`, { body: { text: 'Hello.', voice_id: 'slt', output_format: 'wav' } });
+    const res = await suite.server.request('POST', `${W}/tts`, { body: { text: 'Hello.', voice_id: dflt, output_format: 'wav' } });
     expect(res.status).toBe(200);
   });
 });

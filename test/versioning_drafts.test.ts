@@ -23,7 +23,7 @@ describe.each(testDialects())('drafts on %s', (dialect) => {
     expect(got.status).toBe(200);
     expect(got.body.data.latest).toMatchObject({ _id: d1._id, draftRevision: 2 });
     expect(got.body.data.editCount).toBe(2);
-    expect(got.body.data.editHistory.map((e: any) => [e.revision.draftRevision, e.changedSections.sort()])).toEqual([
+    expect(got.body.data.editHistory.map((e: any) => [e.revision, e.changedSections.sort()])).toEqual([
       [2, ['call_handling', 'voice']],
       [1, ['voice', 'workflow_prompt']],
     ]);

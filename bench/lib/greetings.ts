@@ -22,7 +22,7 @@ import { ASTERISK_SOUNDS_DIR, asteriskCorpusAvailable } from './asterisk-corpus.
 import { mulberry32, seedOf, type Rng } from './false-barge-sounds.js';
 
 export const GREETING_RATE = 8000;
-const CACHE = path.resolve(import.meta.dirname, '..', '.cache', 'greetings');
+const CACHE = path.join(process.env.BENCH_CACHE_DIR ? path.resolve(process.env.BENCH_CACHE_DIR) : path.resolve(import.meta.dirname, '..', '.cache'), 'greetings');
 
 export interface Span {
   startMs: number;

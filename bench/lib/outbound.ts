@@ -107,6 +107,8 @@ export interface PacingRun {
   tightestSecondMs: number;
   /** The gaps over 1000/cps + 5 ms: when (ms after the first INVITE) and how long, and when the last POST was answered. */
   longGapsAt: Array<{ atMs: number; gapMs: number }>;
+  /** Every gap between consecutive INVITEs in arrival order, ms (the distribution the figures above summarise). */
+  gapsMs: number[];
   queuedAtMs: number;
   goals: { ratePct: boolean; minGap: boolean; secondWindow: boolean };
   /**
@@ -269,7 +271,7 @@ async function pacingRun(ctx: PacingContext, { dialect, processes, pace }: Pacin
   const { cps, calls, holdMs } = ctx;
   const run: PacingRun = {
     processes, store: dialect, pace, cps, calls, holdMs, invites: 0, distinctNumbers: 0, perProcess: [], finals: {}, queueMs: NaN, spanMs: NaN, achievedCps: NaN, achievedPct: NaN,
-    minGapMs: NaN, p1GapMs: NaN, p50GapMs: NaN, maxGapMs: NaN, shortGaps: 0, longGaps: 0, maxInIntervalWindow: 0, maxInSecondWindow: 0, tightestSecondMs: NaN, longGapsAt: [], queuedAtMs: NaN, goals: { ratePct: false, minGap: false, secondWindow: false }, error: null,
+    minGapMs: NaN, p1GapMs: NaN, p50GapMs: NaN, maxGapMs: NaN, shortGaps: 0, longGaps: 0, maxInIntervalWindow: 0, maxInSecondWindow: 0, tightestSecondMs: NaN, longGapsAt: [], gapsMs: [], queuedAtMs: NaN, goals: { ratePct: false, minGap: false, secondWindow: false }, error: null,
   };
   const store: StoreEnv = freshStore(dialect);
   const servers: TestServer[] = [];
@@ -315,6 +317,7 @@ async function pacingRun(ctx: PacingContext, { dialect, processes, pace }: Pacin
     run.spanMs = r1((at.at(-1) ?? NaN) - (at[0] ?? NaN));
     run.achievedCps = r2((at.length - 1) / (run.spanMs / 1000));
     run.achievedPct = r1((run.achievedCps / cps) * 100);
+    run.gapsMs = gaps.map(r2);
     run.minGapMs = r2(gaps.length ? Math.min(...gaps) : NaN);
     run.p1GapMs = r2(quantile(gaps, 0.01));
     run.p50GapMs = r2(quantile(gaps, 0.5));
@@ -493,7 +496,12 @@ async function answerRun(ctx: { log: (msg: string) => void; servers: OutboundRes
       try {
         const postAt = performance.now();
         callId = await placeCall(s, { agentId, phoneNumber, fromNumber });
-        const audioAt = await Promise.race([call.heard, sleep(30_000).then(() => Promise.reject(new Error('no agent audio within 30 s')))]);
+        // A cleared timeout, not sleep(): a pending 30 s timer per call kept the process alive 30 s after the last call.
+        let timer: NodeJS.Timeout | undefined;
+        const timeout = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('no agent audio within 30 s')), 30_000);
+        });
+        const audioAt = await Promise.race([call.heard, timeout]).finally(() => clearTimeout(timer));
         if (i >= warmup) {
           answerToAudio.push(audioAt - (call.okAt as number));
           postToInvite.push((call.inviteAt as number) - postAt);

@@ -15,10 +15,14 @@ export function printTable(title: string, header: string[], rows: string[][], le
   for (const r of rows) console.log(line(r));
 }
 
-/** `bench/results/<name>.json` (the directory is created). */
+/**
+ * `bench/results/<name>.json` (the directory is created), or `<BENCH_RESULTS_DIR>/<name>.json` when that is set (the
+ * one bench command, bench/run.ts, gives each run a directory of its own).
+ */
 export function resultPath(name: string): string {
-  mkdirSync(RESULTS, { recursive: true });
-  return path.join(RESULTS, `${name}.json`);
+  const dir = process.env.BENCH_RESULTS_DIR ? path.resolve(process.env.BENCH_RESULTS_DIR) : RESULTS;
+  mkdirSync(dir, { recursive: true });
+  return path.join(dir, `${name}.json`);
 }
 
 /** The q-quantile (0..1) of xs by the nearest-rank method; NaN for no values. */

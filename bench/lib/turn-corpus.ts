@@ -17,7 +17,7 @@ export { readItemAudio, segmentSpeech, type PauseKind, type TurnItem, type TurnP
 export interface CorpusOptions { dir?: string; pauseMs?: number; rebuild?: boolean }
 
 const VERSION = 2;
-const DEFAULT_DIR = path.resolve(import.meta.dirname, '..', '.cache', 'turn-corpus');
+const DEFAULT_DIR = path.join(process.env.BENCH_CACHE_DIR ? path.resolve(process.env.BENCH_CACHE_DIR) : path.resolve(import.meta.dirname, '..', '.cache'), 'turn-corpus');
 
 // ---- reference text and alignment
 

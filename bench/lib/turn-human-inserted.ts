@@ -21,7 +21,7 @@ import { FRAME_S, count, pingPong, segmentSpeech, writeItem, type TurnItem } fro
 import { normalizeWords } from './wer.js';
 
 const VERSION = 1;
-const DEFAULT_DIR = path.resolve(import.meta.dirname, '..', '.cache', 'turn-corpus-inserted');
+const DEFAULT_DIR = path.join(process.env.BENCH_CACHE_DIR ? path.resolve(process.env.BENCH_CACHE_DIR) : path.resolve(import.meta.dirname, '..', '.cache'), 'turn-corpus-inserted');
 const RATE = 8000;
 
 /** Words after which a clause is not finished (the examples: "the", "to", "and", "my name is"). */

@@ -44,7 +44,10 @@ export async function closeCaller(c: AgentCaller): Promise<void> {
     } catch {
       /* already closing */
     }
-    await Promise.race([c.closed, new Promise((r) => setTimeout(r, 10_000))]);
+    // A cleared timer: a pending 10 s one kept the bench's process alive 10 s after its last caller closed.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([c.closed, new Promise((r) => (timer = setTimeout(r, 10_000)))]);
+    clearTimeout(timer);
   }
   c.close();
 }

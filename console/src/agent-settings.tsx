@@ -17,8 +17,11 @@ export const LANGS: [string, string][] = [
   ['or', 'Odia'],
 ];
 
-/** Built-in voices the runtime speaks with when the configured id is not one of this server's (calls/agent-spec.ts). */
-const FALLBACK_VOICE = { female: 'slt', male: 'rms' } as const;
+/**
+ * Built-in voices the runtime speaks with when the configured id is not one of this server's
+ * (engine/models/voice-defaults.ts): RHVoice's where the server has them, else Flite's.
+ */
+const FALLBACK_VOICES = { female: ['rhvoice-slt', 'slt'], male: ['rhvoice-bdl', 'rms'] } as const;
 const SAMPLE_TEXT = 'Hello! This is how I sound on a call.';
 
 /** Fields shown here, as strings and flags of the editor's form ('' = not set). */
@@ -242,7 +245,8 @@ export function PlaySample({ voiceId, gender, speed, text, onVoices }: { voiceId
       const voices = ((await (await inference('GET', '/voice/get-all-models', token)).json()) as { voices: Voice[] }).voices;
       onVoices(voices);
       // As the runtime does: an id this server lacks speaks with the built-in voice of its gender.
-      const voice = voices.some((v) => v.voiceId === voiceId) ? voiceId : gender === 'male' ? FALLBACK_VOICE.male : FALLBACK_VOICE.female;
+      const has = (id: string) => voices.some((v) => v.voiceId === id);
+      const voice = has(voiceId) ? voiceId : (FALLBACK_VOICES[gender === 'male' ? 'male' : 'female'].find(has) ?? 'slt');
       // The configuration's speed 1.2 is the voice's natural rate (as the runtime maps it).
       const s = Number(speed);
       const rate = speed.trim() && Number.isFinite(s) ? Math.min(2, Math.max(0.5, s / 1.2)) : 1;

@@ -34,7 +34,7 @@ interface BranchView {
 interface DraftView {
   latest: Revision;
   editCount: number;
-  editHistory: { revision: Revision; changedSections: string[]; editorName: string }[];
+  editHistory: { revision: number; changedSections: string[]; editorName: string | null; timestamp: string }[];
 }
 interface Diff {
   unchangedSections: string[];
@@ -324,8 +324,8 @@ export function AgentPage({ agentId }: { agentId: string }) {
             <summary>Draft history</summary>
             <ul>
               {draft.editHistory.map((e) => (
-                <li key={e.revision.draftRevision}>
-                  edit {e.revision.draftRevision}: {e.changedSections.join(', ')} by {e.editorName}
+                <li key={e.revision}>
+                  edit {e.revision}: {e.changedSections.join(', ')} by {e.editorName}
                 </li>
               ))}
             </ul>

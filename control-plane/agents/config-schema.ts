@@ -1,4 +1,5 @@
 // Validation schema of each agent configuration field (wire names), with the ranges the wire doc gives.
+import { agentDictEntry } from '../pronunciation/dicts.js';
 import { z } from 'zod';
 import { transferOptionSchema, transferSettingsShape, workflowGraphSchema } from '../../engine/agent/brains/workflow-schema.js';
 import { canonicalZone, timezoneSchema } from './timezone.js';
@@ -157,7 +158,8 @@ export const CONFIG_FIELDS: Record<string, z.ZodTypeAny> = {
   denoisingConfig: z.object({ isEnabled: z.boolean() }).passthrough(),
   // Our fields beside the wire's isEnabled: pii / pci (default true) leave one kind out.
   redactionConfig: z.object({ isEnabled: z.boolean(), pii: z.boolean().optional(), pci: z.boolean().optional() }).strict(),
-  pronunciationDicts: z.array(z.object({ word: z.string().min(1), pronunciation: z.string().min(1) })).max(500),
+  // Pronunciation dictionary ids (checked against the organization's when written) or inline {word, pronunciation} entries.
+  pronunciationDicts: z.array(z.union([z.string().min(1).max(64), agentDictEntry])).max(500),
   speechFormatting: z.boolean(),
   enableStyleGuide: z.boolean(),
   playbooks: z.array(z.object({}).passthrough()),

@@ -179,32 +179,25 @@ export async function openDraft(q: Db | Tx, branch: BranchRow): Promise<Revision
 }
 
 /**
- * The wire's DraftDetail: the draft, its edit count, and its edits newest first (at most `limit`), each as
- * `{revision, changedSections, editorName}` where `revision` is the draft as that edit left it (a Revision record).
+ * The wire's DraftDetail: the draft, its edit count, and its edits newest first (at most `limit`), each as the SDK's
+ * DraftEditHistoryEntry `{revision, changedSections, editorName, editorId, timestamp}`: `revision` is the draft
+ * revision number that edit made (an integer), `editorId` null (edits are made by API keys, named by `editorName`).
  */
 export async function draftDetail(q: Db | Tx, agent: AgentRow, draft: RevisionRow, limit?: number): Promise<Record<string, unknown>> {
   const edits = q.selectFrom('draft_edits').where('draft_id', '=', draft.id);
   const count = Number((await edits.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
-  let page = edits.selectAll().orderBy('draft_revision', 'desc');
+  let page = edits.select(['draft_revision', 'changed_sections', 'editor', 'created_at']).orderBy('draft_revision', 'desc');
   if (limit !== undefined) page = page.limit(limit);
   const liveHead = await liveHeadId(q, agent);
   return {
     latest: revisionDto(draft, { liveHeadId: liveHead }),
     editCount: count,
     editHistory: (await page.execute()).map((e) => ({
-      revision: revisionDto(
-        {
-          ...draft,
-          // Edits made before snapshots were kept (migration 0008) show the draft's current content.
-          blocks: e.blocks ?? draft.blocks,
-          workflow_type: e.workflow_type ?? draft.workflow_type,
-          draft_revision: e.draft_revision,
-          updated_at: e.created_at,
-        },
-        { liveHeadId: liveHead },
-      ),
+      revision: Number(e.draft_revision),
       changedSections: JSON.parse(e.changed_sections) as string[],
       editorName: e.editor,
+      editorId: null,
+      timestamp: e.created_at,
     })),
   };
 }

@@ -2,6 +2,8 @@
 // (`model.apiKeySecret`, `preCallAPI.auth`), knowledge bases (`globalKnowledgeBaseId`). Checked when the configuration
 // is written; a reference that is missing or another organization's is a 400 naming the field, the same either way.
 import type { Db, Tx } from '../store/db.js';
+import { agentDictErrors } from '../pronunciation/dicts.js';
+import { existingKnowledgeBases } from '../knowledge/knowledge-bases.js';
 
 const obj = (v: unknown): Record<string, unknown> | null => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null);
 
@@ -33,9 +35,10 @@ export async function referenceErrors(q: Db | Tx, orgId: string, fields: Record<
     const found = new Set((await q.selectFrom('secrets').select('name').where('org_id', '=', orgId).where('name', 'in', names).execute()).map((r) => r.name));
     for (const [field, name] of secrets) if (!found.has(name)) errors.push(`${field}: no secret named ${name} in your organization's vault (POST /secret first)`);
   }
-  // Knowledge bases cannot be created yet: any id names nothing of the organization's.
   if (typeof fields.globalKnowledgeBaseId === 'string' && fields.globalKnowledgeBaseId !== '') {
-    errors.push(`globalKnowledgeBaseId: no knowledge base ${fields.globalKnowledgeBaseId} in your organization`);
+    const id = fields.globalKnowledgeBaseId;
+    if (!(await existingKnowledgeBases(q, orgId, [id])).has(id)) errors.push(`globalKnowledgeBaseId: no knowledge base ${id} in your organization`);
   }
+  if (fields.pronunciationDicts !== undefined) errors.push(...(await agentDictErrors(q, orgId, fields.pronunciationDicts)));
   return errors;
 }

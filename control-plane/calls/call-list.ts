@@ -228,6 +228,21 @@ async function retryLinks(db: Db, callIds: string[]): Promise<Map<string, RetryL
   return out;
 }
 
+/**
+ * The SDK's `dispositionMetrics` of a call-log entry: an object of metric identifier -> value as text (the metrics
+ * of `postCallAnalytics`, which keeps each one's confidence and reasoning); a metric left undecided (null) is absent.
+ */
+export function dispositionValues(analytics: Record<string, unknown> | null): Record<string, string> {
+  const out: Record<string, string> = {};
+  const list = analytics?.dispositionMetrics;
+  if (!Array.isArray(list)) return out;
+  for (const m of list as { identifier?: unknown; value?: unknown }[]) {
+    if (!m || typeof m.identifier !== 'string' || m.value === null || m.value === undefined) continue;
+    out[m.identifier] = typeof m.value === 'string' ? m.value : JSON.stringify(m.value);
+  }
+  return out;
+}
+
 /** One call-log entry: exactly the wire's fields (costs do not exist here: 0). */
 function callLogDto(row: CallRow, versionNumber: number | null, retry: RetryLink): Record<string, unknown> {
   const metrics = parseJson<CallMetrics>(row.metrics);
@@ -246,7 +261,7 @@ function callLogDto(row: CallRow, versionNumber: number | null, retry: RetryLink
     disconnectionReason: row.end_reason,
     retryCount: retry.retryCount,
     createdAt: row.created_at,
-    dispositionMetrics: Array.isArray(analytics?.dispositionMetrics) ? analytics.dispositionMetrics : [],
+    dispositionMetrics: dispositionValues(analytics),
     callFailureReason: row.status === 'failed' ? row.end_reason : null,
     callCost: 0,
     versionId: row.revision_id,

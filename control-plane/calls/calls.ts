@@ -237,6 +237,8 @@ function callDto(row: CallRow, agent: AgentBrief, entries: TranscriptEntry[], re
     postCallAnalytics: postCallAnalytics(metrics),
     // The agent's pre-call API, when it has one: `{ok, status, latencyMs, error, variables}` (the names it set).
     preCallApi: (metrics?.preCallApi as Record<string, unknown> | undefined) ?? null,
+    // Knowledge-base searches the call made (calls/knowledge-tool.ts): tool, knowledge bases, query, the chunks found.
+    ...(Array.isArray(metrics?.knowledgeBaseSearches) ? { knowledgeBaseSearches: metrics.knowledgeBaseSearches } : {}),
     turnLatencyMetrics: turnLatencyMetrics(metrics, row.updated_at, row.started_at),
     turnMetrics: Array.isArray(metrics?.turns) ? metrics.turns : null,
     voiceConfigUsed: parseJson<Record<string, unknown>>(row.voice_config),

@@ -1,5 +1,8 @@
 // Schema migrations, written once with Kysely's schema builder so they run on SQLite and PostgreSQL alike.
+import { pronunciationDictsMigration } from '../pronunciation/migration.js';
 import { PostgresAdapter, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { knowledgeBaseMigration } from '../knowledge/migration.js';
+import { organizationSurfacesMigration } from '../organization/migration.js';
 
 const migrations: Record<string, Migration> = {
   '0001_foundation': {
@@ -630,6 +633,12 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('live_calls_renewed').on('live_calls').columns(['renewed_at']).execute();
     },
   },
+  // Knowledge bases, their items and chunks, with each store's full-text index (control-plane/knowledge/).
+  '0021_knowledge_bases': knowledgeBaseMigration,
+  // Pronunciation dictionaries per organization (control-plane/pronunciation/).
+  '0022_pronunciation_dicts': pronunciationDictsMigration,
+  // Agents' concurrency reservations and call actions (control-plane/organization/).
+  '0023_organization_surfaces': organizationSurfacesMigration,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -540,6 +540,16 @@ export interface LiveCallsTable {
   created_at: string;
 }
 
+/** A pronunciation dictionary of an organization (control-plane/pronunciation/dicts.ts). */
+export interface PronunciationDictsTable {
+  id: string;
+  org_id: string;
+  /** JSON: `[{word, pronunciation}]`. */
+  items: string;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;
@@ -573,4 +583,5 @@ export interface Database {
   recording_objects: RecordingObjectsTable;
   dnc_entries: DncEntriesTable;
   live_calls: LiveCallsTable;
+  pronunciation_dicts: PronunciationDictsTable;
 }

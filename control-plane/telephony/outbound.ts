@@ -247,7 +247,7 @@ export async function queuedPaceKeys(db: Db): Promise<string[]> {
 /**
  * Claims the oldest waiting call of a carrier address for dialer `owner`: queued -> claimed in one guarded update, so
  * two dialers never get the same call. `skipOrgs`: organizations whose calls cannot start now (at their session cap),
- * so they do not hold up the others' calls behind them. Null when none is waiting.
+ * so they do not hold up the others' calls behind them, or `agent:<id>` for one agent's calls. Null when none is waiting.
  */
 export async function claimNext(db: Db, paceKey: string, owner: string, skipOrgs: readonly string[] = []): Promise<(OutboundRow & { dncListed?: true }) | null> {
   for (let tries = 0; tries < 5; ) {
@@ -258,7 +258,11 @@ export async function claimNext(db: Db, paceKey: string, owner: string, skipOrgs
       .select(listedSql(sql.ref('outbound_calls.org_id'), sql.ref('outbound_calls.agent_id'), sql.ref('outbound_calls.to_number')).as('dnc_listed'))
       .where('state', '=', 'queued')
       .where('pace_key', '=', paceKey);
-    if (skipOrgs.length) q = q.where('org_id', 'not in', [...skipOrgs]);
+    // `agent:<id>` entries set aside one agent's calls (its organization has reservations others may still use).
+    const orgs = skipOrgs.filter((s) => !s.startsWith('agent:'));
+    const agents = skipOrgs.filter((s) => s.startsWith('agent:')).map((s) => s.slice('agent:'.length));
+    if (orgs.length) q = q.where('org_id', 'not in', orgs);
+    if (agents.length) q = q.where('agent_id', 'not in', agents);
     const found = await q.orderBy('queue_order').limit(1).executeTakeFirst();
     if (!found) return null;
     const { dnc_listed: listed, ...next } = found;

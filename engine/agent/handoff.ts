@@ -1,13 +1,14 @@
 // The agent's words outside the conversation, for a warm transfer: the handoff said to the transfer's target, written
 // as configured or by the agent's language model, and spoken in the agent's voice as one clip.
 import { resample } from '../audio/resample.js';
+import { speakingAs } from '../tts/speech-text.js';
 import type { SessionOptions } from './session-types.js';
 import type { HandoffOption } from './types.js';
 
 /** The agent's voice saying `text` as one clip at `rate` Hz. Empty when the text is. */
 export async function voiceClip(opts: Pick<SessionOptions, 'models' | 'spec'>, text: string, rate: number): Promise<Float32Array> {
   if (!text.trim()) return new Float32Array(0);
-  const audio = await opts.models.synthesizer.synthesize(opts.spec.voiceId, text, opts.spec.speed);
+  const audio = await speakingAs(opts.models.synthesizer, opts.spec.speechText).synthesize(opts.spec.voiceId, text, opts.spec.speed);
   return audio.sampleRate === rate ? audio.samples : resample(audio.samples, audio.sampleRate, rate);
 }
 

@@ -21,7 +21,7 @@
 //   agent says why and the conversation goes on.
 import { KEYPAD, keypressText } from './keypad.js';
 import { QueueFullError } from '../models/queue.js';
-import { realClock, sleep, type Clock } from '../ports.js';
+import { realClock, sleep, type Clock, type Synthesizer } from '../ports.js';
 import { spokenText, type SpeechState } from '../turn/speech-tracker.js';
 import { SR, UserTurnRecognizer, WIN, WIN_MS, type HeardTurn } from '../turn/user-turn.js';
 import { BargeIn } from './barge-in.js';
@@ -33,6 +33,7 @@ import { CallTimers, idleSeconds } from './idle.js';
 import { OutputPacer } from './pacer.js';
 import { AgentReply, type BrainSource, type ReplyTimings } from './reply.js';
 import type { HandoffOption } from './types.js';
+import { speakingAs } from '../tts/speech-text.js';
 
 export type { CloseReason, InterruptionRecord, SessionEvent, SessionModels, SessionOptions, TranscriptEntry, TransferOutcome, TransferRequest, TurnMetrics } from './session-types.js';
 
@@ -370,12 +371,18 @@ export class AgentSession {
     }, null, kind);
   }
 
+  private voiceOf: Synthesizer | undefined;
+  /** The synthesizer saying the agent's words as its dictionaries and speechFormatting have them (compiled once). */
+  private get voice(): Synthesizer {
+    return (this.voiceOf ??= speakingAs(this.opts.models.synthesizer, this.opts.spec.speechText));
+  }
+
   /** Runs one agent turn from a brain stream (plus tool-call continuations). */
   private respond(source: BrainSource, timings: ReplyTimings | null, kind: 'opening' | 'reply' | 'continuation' | 'reprompt'): void {
     const { spec } = this.opts;
     const onError = (err: unknown) => this.opts.emit({ type: 'error', code: 'synthesis_failed', message: err instanceof Error ? err.message : String(err) });
     const show = (text: string) => this.opts.emit({ type: 'agent_transcript_delta', text });
-    const reply = new AgentReply(++this.replySeq, this.pacer, { synthesizer: this.opts.models.synthesizer, voiceId: spec.voiceId, speed: spec.speed, onError }, this.clock, timings, show);
+    const reply = new AgentReply(++this.replySeq, this.pacer, { synthesizer: this.voice, voiceId: spec.voiceId, speed: spec.speed, onError }, this.clock, timings, show);
     this.reply = reply;
     this.opts.emit({ type: 'agent_turn_started', turnId: reply.id, kind });
     this.lastDelta = '';

@@ -1,5 +1,6 @@
 // Contracts of the conversation runtime: the resolved agent it runs, the brains it asks, the tools it calls.
 // The engine knows nothing of HTTP or the store: transports resolve an agent into an AgentSpec and hand it over.
+import type { SpeechTextRules } from '../tts/speech-text.js';
 import type { BackgroundSound } from '../audio/ambience.js';
 
 /** Variable values: the 11 standard keys, the agent's defaultVariables, per-call variables, extracted values. */
@@ -61,6 +62,8 @@ export interface AgentSpec {
   denoise?: boolean;
   /** Voice calls: an ambience under the agent's audio for the whole call (engine/audio/ambience.ts); none when absent. */
   backgroundSound?: BackgroundSound;
+  /** What the agent's words are said as: its pronunciation dictionaries' entries and `speechFormatting` (tts/speech-text.ts). */
+  speechText?: SpeechTextRules;
 }
 
 /** One message of the conversation as the brains see it. */

@@ -1,10 +1,12 @@
 // Model registry: the catalog of recognition and synthesis models and voices, lazy shared loading, warm-up, bounded queue.
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { MonoAudio } from '../audio/types.js';
 import type { Synthesizer } from '../ports.js';
-import { DEFAULT_FLITE_VOICE, FLITE_VOICES, FliteSynthesizer } from './flite.js';
+import { FLITE_VOICES, FliteSynthesizer } from './flite.js';
 import { PiperVoice } from './piper.js';
+import { RHVOICE_DATA_DIR, RHVOICE_SAMPLE_RATE, RhvoiceSynthesizer, findRhvoice, type RhvoiceVoiceInfo, type TimedSpeech } from './rhvoice/index.js';
+import { loadRhvoiceLibrary } from './rhvoice/binding.js';
+import { fallbackVoice } from './voice-defaults.js';
 import { SileroVadModel } from './silero.js';
 import { WhisperPool } from './whisper/pool.js';
 import { InferenceQueue, type SlotInfo } from './queue.js';
@@ -20,13 +22,20 @@ export const TTS_ALIASES = ['lightning_v3.1', 'lightning_v3.1_pro'] as const;
 export interface VoiceEntry {
   voiceId: string;
   displayName: string;
-  /** Our synthesis model id: `flite` (built in) or `piper` (a voice the user added). */
-  model: 'flite' | 'piper';
+  /** Our synthesis model id, the engine that speaks: `flite` (built in), `rhvoice` (built in when the Debian package is installed) or `piper` (a voice the user added). */
+  model: 'flite' | 'rhvoice' | 'piper';
   sampleRate: number;
   gender: string;
   language: string[];
   accent: string;
   description: string;
+}
+
+/** A synthesis engine of this server, its voices, and why it has none when it is missing. */
+export interface SpeechEngineInfo {
+  id: 'flite' | 'rhvoice' | 'piper';
+  voices: string[];
+  missing?: string;
 }
 
 export interface ModelInfo {
@@ -44,8 +53,13 @@ export interface RegistryOptions {
   /** Inference jobs run at once, and how many may wait before callers get 503. */
   concurrency: number;
   maxWaiting: number;
-  /** Flite worker threads. */
+  /** Flite worker threads, and RHVoice's. */
   synthesisWorkers: number;
+  /**
+   * RHVoice voices (slt, bdl, clb, alan) when Debian's rhvoice-english and librhvoice5 are installed: true (default)
+   * looks under /usr/share/RHVoice, a string under that directory; false leaves them out.
+   */
+  rhvoice?: boolean | string;
   /**
    * Whisper beam width for whole-file recognition (default 5) and for live interims, live finals and agent turns
    * (default 1, greedy). On the Asterisk prompts beams=5 lowers WER from 4.78% to 4.36% and costs ~45 ms a prompt.
@@ -71,12 +85,15 @@ export interface RegistryOptions {
 export class UnknownVoiceError extends Error {}
 
 export class ModelRegistry implements Synthesizer {
-  /** The default voice (Flite's default, slt): listed first in the catalog and marked there. */
-  readonly defaultVoiceId: string = DEFAULT_FLITE_VOICE;
+  /** The default voice (RHVoice's slt when installed, else Flite's slt): listed first in the catalog and marked there. */
+  readonly defaultVoiceId: string;
   readonly queue: InferenceQueue;
   readonly sttBeams: number;
   readonly sttLiveBeams: number;
   private readonly flite: FliteSynthesizer;
+  private readonly rhvoice: RhvoiceSynthesizer | null;
+  /** Why there are no RHVoice voices, when there are none. */
+  private readonly rhvoiceMissing: string | undefined;
   private readonly piper = new Map<string, { dir: string; voice?: Promise<PiperVoice>; entry: VoiceEntry }>();
   private recognizerP: Promise<WhisperPool> | undefined;
   private vadP: Promise<SileroVadModel> | undefined;
@@ -86,18 +103,40 @@ export class ModelRegistry implements Synthesizer {
     this.sttBeams = opts.sttBeams ?? STT_DEFAULTS.beams;
     this.sttLiveBeams = opts.sttLiveBeams ?? STT_DEFAULTS.liveBeams;
     this.flite = new FliteSynthesizer({ workers: opts.synthesisWorkers, nice: opts.workerNice });
+    const rhvoiceDir = typeof opts.rhvoice === 'string' ? opts.rhvoice : RHVOICE_DATA_DIR;
+    const found = opts.rhvoice === false ? { voices: [], missing: 'switched off' } : findRhvoice(rhvoiceDir, () => void loadRhvoiceLibrary());
+    this.rhvoice = found.voices.length ? new RhvoiceSynthesizer({ voices: found.voices, dataDir: rhvoiceDir, workers: opts.synthesisWorkers, nice: opts.workerNice }) : null;
+    this.rhvoiceMissing = found.missing;
+    this.defaultVoiceId = this.fallbackVoice('female');
+  }
+
+  /**
+   * The built-in voice that speaks for a voice id we do not have (a hosted one such as `nyah`): RHVoice's slt or bdl
+   * when installed, else Flite's slt or rms, by gender (see voice-defaults.ts).
+   */
+  fallbackVoice(gender: string | undefined): string {
+    return fallbackVoice(gender, (id) => FLITE_VOICES.some((v) => v.id === id) || !!this.rhvoice?.hasVoice(id));
+  }
+
+  /** The synthesis engines, their voices, and why one has none (for the start-up log). */
+  engines(): SpeechEngineInfo[] {
+    return [
+      { id: 'rhvoice', voices: this.rhvoice?.voices().map((v) => v.id) ?? [], ...(this.rhvoiceMissing ? { missing: this.rhvoiceMissing } : {}) },
+      { id: 'flite', voices: FLITE_VOICES.map((v) => v.id) },
+      { id: 'piper', voices: [...this.piper.keys()], ...(this.piper.size ? {} : { missing: 'no voices under <PARLEY_MODELS_DIR>/voices' }) },
+    ];
   }
 
   /** Finds the user's voices; with `warm`, loads every built-in model now so first requests are fast. */
   async init(warm: boolean): Promise<void> {
     if (this.opts.modelsDir) await this.scanVoices(path.join(this.opts.modelsDir, 'voices'));
-    if (warm) await Promise.all([this.recognizer(), this.vad(), this.flite.warmup()]);
+    if (warm) await Promise.all([this.recognizer(), this.vad(), this.flite.warmup(), this.rhvoice?.warmup()]);
   }
 
   private async scanVoices(dir: string): Promise<void> {
     const names = await readdir(dir).catch(() => [] as string[]);
     for (const name of names.sort()) {
-      if (!/^[A-Za-z0-9_-]{1,64}$/.test(name) || FLITE_VOICES.some((v) => v.id === name)) continue;
+      if (!/^[A-Za-z0-9_-]{1,64}$/.test(name) || FLITE_VOICES.some((v) => v.id === name) || name.startsWith('rhvoice-')) continue;
       const voiceDir = path.join(dir, name);
       // Loaded now to read its sample rate and check it; sessions stay shared afterwards.
       const voice = PiperVoice.load(voiceDir);
@@ -115,16 +154,26 @@ export class ModelRegistry implements Synthesizer {
   models(): ModelInfo[] {
     return [
       { id: STT_MODEL, kind: 'stt', aliases: STT_ALIASES, description: 'Whisper tiny.en (int8 ONNX), English speech recognition' },
+      ...(this.rhvoice ? [{ id: 'rhvoice', kind: 'tts' as const, aliases: TTS_ALIASES, description: `RHVoice voices (${this.rhvoice.voices().map((v) => v.profile).join(', ')}; LGPL-2.1+), from the Debian package rhvoice-english` }] : []),
       { id: 'flite', kind: 'tts', aliases: TTS_ALIASES, description: 'Flite voices (kal, kal16, awb, rms, slt), built in' },
       ...(this.piper.size ? [{ id: 'piper', kind: 'tts' as const, aliases: TTS_ALIASES, description: 'Piper ONNX voices added under the models directory' }] : []),
       { id: 'silero-vad', kind: 'vad', aliases: [], description: 'Silero VAD (ONNX), voice activity' },
     ];
   }
 
-  /** Every voice, the default first. */
+  /** Every voice, the default first: RHVoice's (when installed), Flite's, then the user's Piper voices. */
   voices(): VoiceEntry[] {
-    const ordered = [...FLITE_VOICES].sort((a, b) => Number(b.id === this.defaultVoiceId) - Number(a.id === this.defaultVoiceId));
-    const flite: VoiceEntry[] = ordered.map((v) => ({
+    const rhvoice: VoiceEntry[] = (this.rhvoice?.voices() ?? []).map((v: RhvoiceVoiceInfo) => ({
+      voiceId: v.id,
+      displayName: v.id,
+      model: 'rhvoice',
+      sampleRate: RHVOICE_SAMPLE_RATE,
+      gender: v.gender,
+      language: ['english'],
+      accent: v.accent,
+      description: v.description,
+    }));
+    const flite: VoiceEntry[] = FLITE_VOICES.map((v) => ({
       voiceId: v.id,
       displayName: v.id,
       model: 'flite',
@@ -134,7 +183,8 @@ export class ModelRegistry implements Synthesizer {
       accent: v.language === 'en-GB' ? 'scottish' : 'american',
       description: v.description,
     }));
-    return [...flite, ...[...this.piper.values()].map((p) => p.entry)];
+    const all = [...rhvoice, ...flite, ...[...this.piper.values()].map((p) => p.entry)];
+    return all.sort((a, b) => Number(b.voiceId === this.defaultVoiceId) - Number(a.voiceId === this.defaultVoiceId));
   }
 
   voice(voiceId: string): VoiceEntry | undefined {
@@ -167,17 +217,19 @@ export class ModelRegistry implements Synthesizer {
    * Synthesises one phrase with a voice, through the inference queue (QueueFullError when full). `first`: the first
    * phrase of an agent's turn (served before other synthesis); `signal`: drops it while it still waits.
    */
-  async synthesize(voiceId: string, text: string, speed: number, opts: { first?: boolean; signal?: AbortSignal } = {}): Promise<MonoAudio> {
+  async synthesize(voiceId: string, text: string, speed: number, opts: { first?: boolean; signal?: AbortSignal } = {}): Promise<TimedSpeech> {
     const kind = opts.first ? 'synthesis_first' : 'synthesis';
     const run = { signal: opts.signal };
     const piper = this.piper.get(voiceId);
     if (piper) return this.queue.run(async () => (await (piper.voice ??= PiperVoice.load(piper.dir))).synthesize(text, { speed }), kind, run);
+    const rhvoice = this.rhvoice;
+    if (rhvoice?.hasVoice(voiceId)) return this.queue.run(() => rhvoice.synthesize(text, { voice: voiceId, speed }), kind, run);
     if (!this.flite.hasVoice(voiceId)) throw new UnknownVoiceError(`Unknown voice_id "${voiceId}"`);
     return this.queue.run(() => this.flite.synthesize(text, { voice: voiceId, speed }), kind, run);
   }
 
   async close(): Promise<void> {
-    await this.flite.close();
+    await Promise.all([this.flite.close(), this.rhvoice?.close()]);
     if (this.recognizerP) await (await this.recognizerP).close();
   }
 }

@@ -372,12 +372,13 @@ export class OutboundDialer {
       this.held.add(row.call_id);
       let lease: Lease;
       try {
-        lease = limits.acquire('speech', `org:${row.org_id}`);
+        lease = limits.acquire('speech', `org:${row.org_id}`, { orgId: row.org_id, agentId: row.agent_id, channel: 'outbound' });
       } catch {
         // The server or the organization is at its call limit: the call keeps its place, and the calls of other
         // organizations behind it go first until the next poll.
         await this.requeue(row);
-        capped.set(row.org_id, performance.now() + this.pollMs);
+        // With reservations another agent of the organization may still have a free place: set aside this agent only.
+        capped.set(limits.hasReservations(row.org_id) ? `agent:${row.agent_id}` : row.org_id, performance.now() + this.pollMs);
         continue;
       }
       let rtp: MediaLeg | null = null;

@@ -3,7 +3,7 @@
 import { zodToJsonSchema } from 'zod-to-json-schema';
 import { ZodType } from 'zod';
 import type { AuthMode, DocSchema, ErrorBody, RouteRecord } from './types.js';
-import { legacySttErrorBody, s2sUpgradeErrorBody, sttErrorBody, tokenErrorBody, ttsErrorBody } from '../routes/inference-errors.js';
+import { dictErrorBody, legacySttErrorBody, s2sUpgradeErrorBody, sttErrorBody, tokenErrorBody, ttsErrorBody } from '../routes/inference-errors.js';
 
 export interface OpenApiInfo {
   version: string;
@@ -60,6 +60,13 @@ const ERROR_SCHEMAS: Record<string, Json> = {
       { type: 'object', required: ['error'], properties: { error: message } },
     ],
   },
+  PronunciationDictError: {
+    description: '400: `{error: "Invalid request body", details: [{code, expected, received, path, message}]}`; else `{error}` (401 adds `message`).',
+    oneOf: [
+      { type: 'object', required: ['error', 'details'], properties: { error: message, details: { type: 'array', items: { type: 'object', required: ['code', 'path', 'message'], properties: { code: message, message, path: { type: 'array', items: { type: ['string', 'integer'] } } } } } } },
+      { type: 'object', required: ['error'], properties: { error: message } },
+    ],
+  },
   TokenError: {
     description: 'Client faults (400, 413): `{status: "error", message, errors: [{code, message, path}]}`; other refusals `{error}`.',
     oneOf: [
@@ -84,6 +91,7 @@ const ERROR_BODIES = new Map<ErrorBody, string>([
   [legacySttErrorBody, 'LegacySttError'],
   [tokenErrorBody, 'TokenError'],
   [s2sUpgradeErrorBody, 'InferenceError'],
+  [dictErrorBody, 'PronunciationDictError'],
 ]);
 
 function errorComponent(route: RouteRecord): string {

@@ -1,5 +1,6 @@
 // The inference API's error bodies, one per kind of route (wire: inference-api.md), each route's `errorBody`.
 import { ApiError } from '../../control-plane/errors.js';
+import { InvalidBody } from '../../control-plane/pronunciation/dicts.js';
 import type { ErrorBody } from '../http/types.js';
 import { CREDENTIAL_MISSING } from '../http/auth.js';
 
@@ -65,3 +66,14 @@ export const tokenErrorBody: ErrorBody = (err) => {
 
 /** The `WSS /s2s` upgrade refusal (401, 400 for the model, 503 while draining): `{error}`; in-session errors are frames. */
 export const s2sUpgradeErrorBody: ErrorBody = (err) => ({ error: text(err) });
+
+/**
+ * `/pronunciation-dicts`, as the wire has it: 400 `{error: "Invalid request body", details: [{code, expected,
+ * received, path, message}]}` (details name each wrong field), 401 `{error: "Unauthorized", message}`, else `{error}`.
+ */
+export const dictErrorBody: ErrorBody = (err) => {
+  if (err instanceof InvalidBody) return { error: 'Invalid request body', details: err.details };
+  if (err.status === 400) return { error: 'Invalid request body', details: [{ code: 'custom', path: [], message: text(err) }] };
+  if (err.status === 401) return { error: 'Unauthorized', message: text(err) };
+  return { error: text(err) };
+};

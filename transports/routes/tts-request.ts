@@ -6,11 +6,16 @@ import { inferenceError } from '../http/auth.js';
 import { OUTPUT_FORMATS, type OutputFormat } from '../../engine/tts/output.js';
 import { TTS_ALIASES, type ModelRegistry } from '../../engine/models/registry.js';
 import { QueueFullError } from '../../engine/models/queue.js';
+import type { SpeechTextRules } from '../../engine/tts/speech-text.js';
+import { resolveDicts } from '../../control-plane/pronunciation/dicts.js';
+import type { Db } from '../../control-plane/store/db.js';
 
 export const TTS_SAMPLE_RATES = [8000, 16000, 22050, 24000, 44100, 48000] as const;
 const LANGUAGES = new Set('auto en hi mr kn ta bn gu te ml pa or es de fr it nl sv pt ru el fi no pl ar zh id ja ko ms tr vi'.split(' '));
 const CORRELATION = /^[a-zA-Z0-9_\-.]{1,128}$/;
 export const MAX_TEXT_CHARS = 5000;
+/** Pronunciation dictionaries one request may name. */
+export const MAX_DICTS_PER_REQUEST = 20;
 
 export interface TtsParams {
   text: string;
@@ -20,6 +25,8 @@ export interface TtsParams {
   format: OutputFormat;
   sessionId: string | null;
   requestId: string | null;
+  /** `pronunciation_dicts`: dictionary ids (checked against the organization's by pronunciationRules). */
+  dictIds: string[];
 }
 
 /** Maps engine errors to answers: a full queue is a 503 with Retry-After, not unbounded latency. */
@@ -52,6 +59,7 @@ export const ttsBodySchema = z
     output_format: z.enum(OUTPUT_FORMATS, says(`one of ${OUTPUT_FORMATS.join(', ')}`)).nullish().describe('Default: from the Accept header, else pcm.'),
     session_id: z.string(says('letters, digits, _ - . (at most 128)')).regex(CORRELATION).optional(),
     request_id: z.string(says('letters, digits, _ - . (at most 128)')).regex(CORRELATION).optional(),
+    pronunciation_dicts: z.array(z.string().min(1).max(64), says(`an array of at most ${MAX_DICTS_PER_REQUEST} pronunciation dictionary ids`)).max(MAX_DICTS_PER_REQUEST).nullish().describe('Ids of `GET /pronunciation-dicts`: their words are said as their pronunciations.'),
   })
   .passthrough();
 const field = ttsBodySchema.shape;
@@ -72,6 +80,7 @@ export function parseTts(body: unknown, registry: ModelRegistry, opts: { textMay
   checkField(field, 'language', b.language, problems);
   const format = checkField(field, 'output_format', b.output_format, problems).data ?? formatFromAccept(opts.acceptHeader) ?? 'pcm';
   for (const id of ['session_id', 'request_id'] as const) checkField(field, id, b[id], problems);
+  const dictIds = checkField(field, 'pronunciation_dicts', b.pronunciation_dicts, problems).data ?? [];
   if (problems.length) throw inferenceError(400, problems.join('; '));
   return {
     text: text.data as string,
@@ -81,7 +90,20 @@ export function parseTts(body: unknown, registry: ModelRegistry, opts: { textMay
     format,
     sessionId: (b.session_id as string | undefined) ?? null,
     requestId: (b.request_id as string | undefined) ?? null,
+    dictIds,
   };
+}
+
+/**
+ * What a request's text is said as: the entries of the dictionaries it names (the organization's), in order. An id
+ * naming none of them is a 400 naming the field.
+ */
+export async function pronunciationRules(db: Db | undefined, auth: { orgId: string } | undefined, dictIds: readonly string[]): Promise<SpeechTextRules | undefined> {
+  if (!dictIds.length) return undefined;
+  if (!db || !auth) throw inferenceError(400, 'pronunciation_dicts: pronunciation dictionaries are not available here');
+  const { entries, unknown } = await resolveDicts(db, auth.orgId, dictIds);
+  if (unknown.length) throw inferenceError(400, `pronunciation_dicts: unknown pronunciation dictionary ${unknown.map((u) => JSON.stringify(u)).join(', ')} (see GET /pronunciation-dicts)`);
+  return { pronunciations: entries };
 }
 
 /** Without `output_format`, an Accept header naming a served audio type picks it. */

@@ -8,19 +8,25 @@ import { synthesizePhrases } from '../../engine/tts/stream.js';
 import { concatSamples } from '../../engine/audio/types.js';
 import { ApiError } from '../../control-plane/errors.js';
 import { inferenceError } from '../http/auth.js';
-import { correlationHeaders, inferenceFailure, isTtsModel, parseTts, ttsBodySchema, type TtsParams } from './tts-request.js';
+import { correlationHeaders, inferenceFailure, isTtsModel, parseTts, pronunciationRules, ttsBodySchema, type TtsParams } from './tts-request.js';
 import { ttsErrorBody } from './inference-errors.js';
+import { speechTransform } from '../../engine/tts/speech-text.js';
+import type { Db } from '../../control-plane/store/db.js';
 
 const options = { auth: 'inference' as const, maxBodyBytes: 64 * 1024, errorBody: ttsErrorBody };
 const d = docs('Speech synthesis');
 /** Retired legacy families (`<tts-model>-v2`, `<tts-model>-large`): the wire's fast 410 with its own body. */
 const RETIRED = /^([a-z0-9_]+)-(?:v2|large)$/;
 
-export function ttsRoutes(server: HttpServer, prefix: string, registry: ModelRegistry): void {
+/** `db`: where `pronunciation_dicts` are looked up (without it, a request naming any is refused). */
+export function ttsRoutes(server: HttpServer, prefix: string, registry: ModelRegistry, db?: Db): void {
+  /** The request's phrases, said as its pronunciation dictionaries have them. */
+  const phrasesOf = async (req: HttpRequest, p: TtsParams) => splitPhrases(speechTransform(await pronunciationRules(db, req.auth, p.dictIds))(p.text));
+
   const whole = async (req: HttpRequest): Promise<HttpResponse> => {
     const p = parseTts(req.json(), registry, { acceptHeader: req.headers.accept });
     const chunks: Float32Array[] = [];
-    await synthesizePhrases(registry, p, splitPhrases(p.text), (s) => {
+    await synthesizePhrases(registry, p, await phrasesOf(req, p), (s) => {
       chunks.push(s);
     }).catch(inferenceFailure);
     const body = encodeOutput(concatSamples(chunks), p.sampleRate, p.format);
@@ -29,7 +35,7 @@ export function ttsRoutes(server: HttpServer, prefix: string, registry: ModelReg
 
   const sse = (legacy: boolean) => async (req: HttpRequest): Promise<HttpResponse> => {
     const p = parseTts(req.json(), registry, { acceptHeader: req.headers.accept });
-    const phrases = splitPhrases(p.text);
+    const phrases = await phrasesOf(req, p);
     // The first phrase is synthesised before answering, so a busy queue is still a clean 503.
     const first = await registry.synthesize(p.voiceId, phrases[0] ?? '', p.speed).catch(inferenceFailure);
     return {

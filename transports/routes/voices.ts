@@ -34,7 +34,7 @@ export function voiceRoutes(server: HttpServer, prefix: string, registry: ModelR
     const model = req.params.model as string;
     if (!isTtsModel(model, registry)) throw inferenceError(400, `Unknown model "${model}"`);
     // Our own ids list their own voices; the aliases existing clients use list every built-in voice.
-    const voices = registry.voices().filter((v) => (model === 'flite' || model === 'piper' ? v.model === model : true));
+    const voices = registry.voices().filter((v) => (model === 'flite' || model === 'rhvoice' || model === 'piper' ? v.model === model : true));
     return { status: 200, body: { voices: voices.map((v) => ({ voiceId: v.voiceId, displayName: v.displayName, tags: tags(v), ...mark(v) })) } };
   }, { ...options, doc: d("A model's voices", { response: { description: '`{voices}`.', schema: { type: 'object', properties: { voices: { type: 'array', items: { type: 'object' } } } } }, errors: [400] }) });
 }

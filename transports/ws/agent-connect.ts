@@ -98,7 +98,8 @@ export function agentConnectSocket(server: HttpServer, prefix: string, deps: Age
     prepare: (req) => prepare(server, deps, req),
     admit: async (prepared) => {
       try {
-        return deps.limits.acquire(prepared.mode === 'chat' ? 'chat' : 'speech', prepared.owner);
+        const { agent } = prepared.resolved;
+        return deps.limits.acquire(prepared.mode === 'chat' ? 'chat' : 'speech', prepared.owner, { orgId: agent.org_id, agentId: agent.id, channel: prepared.mode === 'chat' ? 'chat' : 'webcall' });
       } catch (err) {
         // Refused a place: the single-use token stays usable for the retry the refusal asks for.
         if (prepared.token) await restoreCallToken(deps.db, prepared.token);

@@ -60,6 +60,10 @@ import { wsRoute, type WsConnection, type WsSession } from './endpoint.js';
 import { s2sUpgradeErrorBody } from '../routes/inference-errors.js';
 import { ownerOf, type SessionLimits } from '../../calls/session-limits.js';
 import { CURRENT_MODEL, DEFAULT_VOICE, S2S_MODELS, S2S_VOICES, isObject, parseTools, s2sSpec, toFunction, tokens, words, type S2sModel, type WireTool } from './s2s-protocol.js';
+import { pronunciationRules } from '../routes/tts-request.js';
+import type { SpeechTextRules } from '../../engine/tts/speech-text.js';
+import type { AuthContext } from '../../control-plane/auth/keys.js';
+import type { Db } from '../../control-plane/store/db.js';
 
 const IN_RATE = 16000;
 const OUT_RATE = 48000;
@@ -86,6 +90,8 @@ export interface S2sDeps {
   toolTimeoutMs?: number;
   /** The server's concurrent-session caps (a speech session each; refused before the upgrade). */
   limits: SessionLimits;
+  /** Where `session.pronunciation_dicts` are looked up (without it, a configure naming any is refused). */
+  db?: Db;
 }
 
 export function s2sSocket(server: HttpServer, prefix: string, deps: S2sDeps): void {
@@ -105,7 +111,7 @@ export function s2sSocket(server: HttpServer, prefix: string, deps: S2sDeps): vo
     }),
     prepare: (req) => prepare(req, deps),
     admit: (_model, auth) => deps.limits.acquire('speech', ownerOf(auth)),
-    open: (conn, model) => new S2sConnection(conn, model, deps),
+    open: (conn, model, auth) => new S2sConnection(conn, model, deps, auth),
   });
 }
 
@@ -224,6 +230,8 @@ class S2sConnection implements WsSession {
   /** The brain's function list: replaced in place by session.update. */
   private readonly functions: FunctionTool[] = [];
   private applied: Applied | null = null;
+  /** A session.configure waiting for its pronunciation dictionaries (later configures are ignored meanwhile). */
+  private configuring = false;
   private lastItemId: string | null = null;
   private user: { id: string; prev: string | null; startMs: number; stopMs: number | null } | null = null;
   private resp: WireResponse | null = null;
@@ -245,6 +253,7 @@ class S2sConnection implements WsSession {
     private readonly conn: WsConnection,
     private readonly model: S2sModel,
     private readonly deps: S2sDeps,
+    private readonly auth?: AuthContext,
   ) {
     this.toolTimeoutMs = deps.toolTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
     // PCM16 at 48 kHz, base64 (4/3), plus JSON framing.
@@ -357,7 +366,7 @@ class S2sConnection implements WsSession {
 
   // ---------------------------------------------------------------------------------------------------- client frames
   private configure(msg: Record<string, unknown>, eventId: string | null): void {
-    if (this.applied) return; // exactly one configure is applied; later ones are ignored
+    if (this.applied || this.configuring) return; // exactly one configure is applied; later ones are ignored
     const fail = (param: string | null, message: string, code = 'invalid_request_error') => this.error(code, message, { param, eventId });
     const llm = this.deps.llm;
     if (!llm) {
@@ -385,7 +394,30 @@ class S2sConnection implements WsSession {
     }
     const instructions = typeof raw.instructions === 'string' ? raw.instructions : '';
     const generate = raw.generate_initial_response === true;
+    // Our extension, as on POST /tts: pronunciation dictionary ids whose words the voice says as their pronunciation.
+    const dicts = raw.pronunciation_dicts;
+    if (dicts !== undefined) {
+      if (!Array.isArray(dicts) || dicts.length > 20 || !dicts.every((d) => typeof d === 'string' && d.length > 0 && d.length <= 64)) {
+        return fail(`${P}.pronunciation_dicts`, `${P}.pronunciation_dicts must be an array of at most 20 pronunciation dictionary ids`);
+      }
+      this.configuring = true;
+      void pronunciationRules(this.deps.db, this.auth, dicts as string[]).then(
+        (rules) => {
+          this.configuring = false;
+          if (!this.closing) this.begin(llm, flite, voice, tools, instructions, generate, rules);
+        },
+        (err: unknown) => {
+          this.configuring = false;
+          fail(`${P}.pronunciation_dicts`, `${P}.${err instanceof Error ? err.message : String(err)}`);
+        },
+      );
+      return;
+    }
+    this.begin(llm, flite, voice, tools, instructions, generate);
+  }
 
+  /** Starts the configured session (`rules`: what its words are said as). */
+  private begin(llm: LlmEndpoint, flite: string, voice: string, tools: WireTool[], instructions: string, generate: boolean, rules?: SpeechTextRules): void {
     this.functions.splice(0, this.functions.length, ...tools.map(toFunction));
     this.brain = new S2sBrain({ endpoint: llm, tools: this.functions }, instructions, {
       current: () => this.resp,
@@ -398,7 +430,7 @@ class S2sConnection implements WsSession {
     this.session = new AgentSession({
       mode: 'webcall',
       conversationType: 'webcall',
-      spec: s2sSpec(flite, instructions),
+      spec: { ...s2sSpec(flite, instructions), speechText: rules },
       brain: this.brain,
       variables: {},
       models: registryModels(this.deps.registry),

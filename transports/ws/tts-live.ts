@@ -7,7 +7,9 @@ import type { ModelRegistry } from '../../engine/models/registry.js';
 import { PhraseChunker } from '../../engine/tts/chunker.js';
 import { encodeOutput, OutputStream } from '../../engine/tts/output.js';
 import { QueueFullError } from '../../engine/models/queue.js';
-import { parseTts, isTtsModel, type TtsParams } from '../routes/tts-request.js';
+import { parseTts, isTtsModel, pronunciationRules, type TtsParams } from '../routes/tts-request.js';
+import { speechTransform, type SpeechTextRules, type SpeechTransform } from '../../engine/tts/speech-text.js';
+import type { Db } from '../../control-plane/store/db.js';
 import { ttsErrorBody } from '../routes/inference-errors.js';
 import { inferenceError } from '../http/auth.js';
 import { ownerOf, type SessionLimits } from '../../calls/session-limits.js';
@@ -34,12 +36,15 @@ class TtsLiveSession implements WsSession {
   private drained: (() => void) | null = null;
   private ended = false;
   private completeBackoffMs = 4000;
+  /** What phrases are said as: the pronunciation dictionaries the first message naming any names (pronunciation_dicts). */
+  private say: Promise<SpeechTransform> | null = null;
 
   constructor(
     private readonly conn: WsConnection,
     private readonly registry: ModelRegistry,
     private readonly opts: Options,
     private readonly logger: Logger,
+    private readonly rules: (dictIds: string[]) => Promise<SpeechTextRules | undefined> = async () => undefined,
   ) {
     this.armIdle();
   }
@@ -67,6 +72,10 @@ class TtsLiveSession implements WsSession {
     }
     if (typeof message.complete_backoff_ms === 'number' && message.complete_backoff_ms >= 0 && message.complete_backoff_ms <= 10_000) {
       this.completeBackoffMs = message.complete_backoff_ms;
+    }
+    if (!this.say && params.dictIds.length) {
+      this.say = this.rules(params.dictIds).then(speechTransform);
+      this.say.catch(() => {});
     }
     if (!this.params) {
       this.params = params;
@@ -102,7 +111,8 @@ class TtsLiveSession implements WsSession {
    */
   private enqueue(phrase: string): void {
     const p = this.params as TtsParams;
-    const audio = this.lastSynthesis.then(() => this.registry.synthesize(p.voiceId, phrase, p.speed));
+    const say = this.say;
+    const audio = this.lastSynthesis.then(async () => this.registry.synthesize(p.voiceId, say ? (await say)(phrase) : phrase, p.speed));
     this.lastSynthesis = audio.catch(() => {});
     this.work = this.work.then(async () => {
       if (this.ended) return;
@@ -111,6 +121,7 @@ class TtsLiveSession implements WsSession {
         await this.send((this.output as OutputStream).push(a.samples, a.sampleRate));
       } catch (err) {
         if (err instanceof QueueFullError) this.error('server_busy', 'Speech models are busy; retry shortly');
+        else if (err instanceof ApiError && err.status === 400) this.error('invalid_request', err.message);
         else {
           this.logger.error({ err: err instanceof Error ? err.message : String(err) }, 'live synthesis failed');
           this.error('synthesis_failed', 'Synthesis failed');
@@ -180,7 +191,8 @@ const TTS_LIVE: RouteDoc = docs('Speech synthesis')('Synthesize speech over a We
   query: [{ name: 'timeout', description: 'Idle seconds before the server closes (1-3600, default 60).', schema: { type: 'integer', minimum: 1, maximum: 3600 } }],
 });
 
-export function ttsLiveSockets(server: HttpServer, prefix: string, registry: ModelRegistry, logger: Logger, limits: SessionLimits): void {
+/** `db`: where `pronunciation_dicts` are looked up (without it, a message naming any is refused). */
+export function ttsLiveSockets(server: HttpServer, prefix: string, registry: ModelRegistry, logger: Logger, limits: SessionLimits, db?: Db): void {
   const route = (legacy: boolean) => ({
     auth: 'inference' as const,
     maxPayloadBytes: 64 * 1024,
@@ -198,7 +210,7 @@ export function ttsLiveSockets(server: HttpServer, prefix: string, registry: Mod
       return { idleSeconds };
     },
     admit: (_opts: Options, auth: AuthContext | undefined) => limits.acquire('speech', ownerOf(auth)),
-    open: (conn: WsConnection, opts: Options) => new TtsLiveSession(conn, registry, opts, logger),
+    open: (conn: WsConnection, opts: Options, auth: AuthContext | undefined) => new TtsLiveSession(conn, registry, opts, logger, (ids) => pronunciationRules(db, auth, ids)),
   });
   // The older unified path existing clients still use: the same route, messages and limits.
   const live = route(false);

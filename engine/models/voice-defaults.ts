@@ -1,0 +1,16 @@
+// Which built-in voice speaks when none of ours was asked for (the server's default voice, an agent whose voice id is a
+// hosted one such as `nyah`): RHVoice's when it is installed, else Flite's; by gender, American English either way.
+
+export const FALLBACK_VOICES = {
+  /** RHVoice (Debian rhvoice-english): clearer than Flite; bdl rather than alan (Scottish) for the same accent as slt. */
+  rhvoice: { female: 'rhvoice-slt', male: 'rhvoice-bdl' },
+  /** Flite, always present. */
+  flite: { female: 'slt', male: 'rms' },
+} as const;
+
+/** The voice for `gender` (`male`; anything else is female, the agents' default) among the voices `has` knows. */
+export function fallbackVoice(gender: string | undefined, has: (voiceId: string) => boolean): string {
+  const key = gender === 'male' ? 'male' : 'female';
+  const rhvoice = FALLBACK_VOICES.rhvoice[key];
+  return has(rhvoice) ? rhvoice : FALLBACK_VOICES.flite[key];
+}
