@@ -2,14 +2,13 @@
 // up with our BYE (max_duration), and a caller whose RTP stops is hung up after PARLEY_RTP_TIMEOUT_SECS
 // (media_timeout); the agent's pre-call API runs while the caller hears ringing, before the answer. Mostly waiting on those timers (over a minute), so this file runs in the shared tier, beside others,
 // rather than in the timing tier with the rest of telephony_server_hardening.
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { sleep, mediaDialects, type TestServer } from './support/server.js';
 import { STACK_HOST } from './support/sip-peers.js';
 import { RawCaller } from './support/raw-caller.js';
 import { answeredTrunk, phoneCalls, sipServerForSuite, workflowAgent } from './support/phone-server.js';
 import { endedCall } from './support/agent-client.js';
+import { lookupAgent, startCrm } from './support/crm.js';
 
 const A = '/atoms/v1';
 
@@ -78,28 +77,10 @@ describe.each(mediaDialects())('phone call timers on %s', (dialect) => {
 
   it('runs the agent\'s pre-call API while the caller hears ringing: the 200 OK comes once the lookup has answered, and the first words use it', async () => {
     const LOOKUP_MS = 800;
-    const hits: { at: number; url: string }[] = [];
-    const crm = createServer((req, res) => {
-      hits.push({ at: Date.now(), url: req.url ?? '' });
-      setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ customer: { first: 'Grace' } })), LOOKUP_MS);
-    });
-    await new Promise<void>((r) => crm.listen(0, '127.0.0.1', r));
-    peers.push({ close: () => (crm.closeAllConnections(), crm.close()) });
-    const agent = await server.request('POST', `${A}/agent`, {
-      body: {
-        name: 'Looks up first',
-        workflowType: 'workflow_graph',
-        workflowGraph: { nodes: [{ id: 'a', type: 'end_call', text: 'Hello {{customer_name}}, goodbye.' }], edges: [] },
-        defaultVariables: { customer_name: 'there' },
-        preCallAPI: {
-          isEnabled: true,
-          url: `http://127.0.0.1:${(crm.address() as AddressInfo).port}/lookup/{{user_number}}`,
-          method: 'GET',
-          timeout: 5,
-          responseVariables: [{ variableName: 'customer_name', jsonPath: '$.customer.first' }],
-        },
-      },
-    });
+    const crm = await startCrm('Grace', LOOKUP_MS);
+    peers.push({ close: () => void crm.close() });
+    const { hits } = crm;
+    const agent = await server.request('POST', `${A}/agent`, { body: lookupAgent(crm, 'Hello {{customer_name}}, goodbye.') });
     expect(agent.status, agent.text).toBe(201);
     await answeredTrunk(server, agent.body.data as string, { numbers: ['+15550600004'] });
     const caller = await RawCaller.open({ host: STACK_HOST, port: server.sipPort });

@@ -1,8 +1,6 @@
 // Outbound calls (wire §4) against the real server and a real SIP callee: the request's checks and errors, a call placed
 // through an outbound trunk to sipp (the INVITE's From and Request-URI, the agent speaking, its BYE, the record and the
 // webhooks as the spec says for telephony_outbound), and cancel and retries.
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createOrgKey, freshStore, runCliOn, sleep, startServer, mediaDialects, testDialects, type TestServer } from './support/server.js';
 import { baresipCallee, canRunRealtime, killCallees, startSippCarrier, type Arrival } from './support/sip-callee.js';
@@ -13,6 +11,7 @@ import { STACK_HOST, killPeers, sippMessages, startSipp } from './support/sip-pe
 import { WebhookReceiver } from './support/webhook-receiver.js';
 import { sipServerForSuite, workflowAgent } from './support/phone-server.js';
 import { mainBranchId } from './support/agents.js';
+import { lookupAgent, startCrm } from './support/crm.js';
 
 const A = '/atoms/v1';
 
@@ -133,37 +132,13 @@ describe.each(testDialects())('outbound calls on %s', (dialect) => {
     }
   }, 60_000);
   it('runs the agent\'s pre-call API while the callee\'s phone rings: the lookup is done before the answer, and its variables are in the first words and the record', async () => {
-    // A CRM standing for the customer's: notes when each request arrives.
-    const hits: { at: number; url: string; body: string }[] = [];
-    const crm = createServer((req, res) => {
-      const at = Date.now();
-      let body = '';
-      req.on('data', (c: Buffer) => (body += c.toString()));
-      req.on('end', () => {
-        hits.push({ at, url: req.url ?? '', body });
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ customer: { first: 'Grace' } }));
-      });
-    });
-    await new Promise<void>((r) => crm.listen(0, '127.0.0.1', r));
+    const crm = await startCrm('Grace');
+    const { hits } = crm;
     const RING_MS = 2500;
     const carrier = await startSippCarrier({ answer: 'ok', ringMs: RING_MS, holdMs: 8000, calls: 1, timeoutS: 30 });
     const trunk = await outboundTrunk(server, carrier.port, { numbers: ['+15550200011'] });
     try {
-      const created = await server.request('POST', `${A}/agent`, {
-        body: {
-          name: 'Looks up first',
-          workflowType: 'workflow_graph',
-          workflowGraph: { nodes: [{ id: 'a', type: 'end_call', text: 'Hello {{customer_name}}, this is Parley. Goodbye.' }], edges: [] },
-          defaultVariables: { customer_name: 'there' },
-          preCallAPI: {
-            isEnabled: true,
-            url: `http://127.0.0.1:${(crm.address() as AddressInfo).port}/lookup/{{user_number}}`,
-            method: 'GET',
-            timeout: 5,
-            responseVariables: [{ variableName: 'customer_name', jsonPath: '$.customer.first' }],
-          },
-        },
-      });
+      const created = await server.request('POST', `${A}/agent`, { body: lookupAgent(crm, 'Hello {{customer_name}}, this is Parley. Goodbye.') });
       expect(created.status, created.text).toBe(201);
       const res = await server.request('POST', `${A}/conversation/outbound`, { body: { agentId: created.body.data, phoneNumber: '+15550300011', fromNumber: '+15550200011' } });
       expect(res.status, res.text).toBe(200);
@@ -182,8 +157,7 @@ describe.each(testDialects())('outbound calls on %s', (dialect) => {
       expect(hits[0]!.at - invite.at).toBeLessThan(RING_MS - 1000);
     } finally {
       await carrier.stop();
-      crm.closeAllConnections();
-      await new Promise((r) => crm.close(r));
+      await crm.close();
       expect((await server.request('DELETE', `${A}/sip-trunk/${trunk}`)).status).toBe(200);
     }
   }, 60_000);

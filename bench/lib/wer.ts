@@ -1,5 +1,7 @@
 // Text normalisation for scoring recognisers and word error rate (Levenshtein over words).
 
+import { numberWords, ordinalWords } from '../../engine/tts/speech-format.js';
+
 export type NormalizeMode = 'plain' | 'full';
 
 const ONES = [
@@ -7,31 +9,17 @@ const ONES = [
   'eleven', 'twelve', 'thirteen', 'fourteen', 'fifteen', 'sixteen', 'seventeen', 'eighteen', 'nineteen',
 ];
 const TENS = ['', '', 'twenty', 'thirty', 'forty', 'fifty', 'sixty', 'seventy', 'eighty', 'ninety'];
-const SCALES: Array<[number, string]> = [[1e9, 'billion'], [1e6, 'million'], [1e3, 'thousand'], [100, 'hundred']];
-const ORDINAL_OF: Record<string, string> = {
-  one: 'first', two: 'second', three: 'third', five: 'fifth', eight: 'eighth', nine: 'ninth', twelve: 'twelfth',
-};
 
-/** Cardinal words for a non-negative integer, e.g. 125 -> "one hundred twenty five" (no "and"). */
+/** Cardinal words for a non-negative integer, e.g. 125 -> "one hundred twenty five" (no "and"): the words synthesis
+ * speaks (engine/tts/speech-format.ts), without their hyphens. */
 export function numberToWords(n: number): string {
   if (!Number.isSafeInteger(n) || n < 0) return String(n);
-  if (n < 20) return ONES[n] as string;
-  if (n < 100) return [TENS[Math.floor(n / 10)], n % 10 ? ONES[n % 10] : ''].filter(Boolean).join(' ');
-  for (const [value, name] of SCALES) {
-    if (n >= value) {
-      const rest = n % value;
-      return `${numberToWords(Math.floor(n / value))} ${name}${rest ? ` ${numberToWords(rest)}` : ''}`;
-    }
-  }
-  return String(n);
+  return numberWords(n).replace(/-/g, ' ');
 }
 
 /** Ordinal words, e.g. 21 -> "twenty first". */
 export function ordinalToWords(n: number): string {
-  const words = numberToWords(n).split(' ');
-  const last = words.pop() ?? '';
-  const ord = ORDINAL_OF[last] ?? (last.endsWith('y') ? `${last.slice(0, -1)}ieth` : `${last}th`);
-  return [...words, ord].join(' ');
+  return ordinalWords(n).replace(/-/g, ' ');
 }
 
 /** A run of digits as words: numbers read as cardinals; leading zeros or very long runs digit by digit. */
@@ -73,7 +61,7 @@ const CONTRACTIONS: Record<string, string> = {
   "isn't": 'is not', "aren't": 'are not', "wasn't": 'was not', "weren't": 'were not', "couldn't": 'could not',
   "shouldn't": 'should not', "wouldn't": 'would not', "haven't": 'have not', "hasn't": 'has not',
 };
-const NUMBER_WORDS = new Set([...ONES, ...TENS.filter(Boolean), 'hundred', 'thousand', 'million', 'billion']);
+const NUMBER_WORDS = new Set([...ONES, ...TENS.filter(Boolean), 'hundred', 'thousand', 'million', 'billion', 'trillion']);
 /** Annotations of non-speech in transcripts: "[beep]", "(1 second of silence)", "<beep ascending>". */
 const ANNOTATION = /\[[^\]]*\]|\([^)]*\)|<[^>]*>/g;
 
