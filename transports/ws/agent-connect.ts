@@ -15,6 +15,7 @@ import { bearerToken } from '../http/auth.js';
 import type { CallRuntime, RunningCall } from '../../calls/runtime.js';
 import { wsRoute, type WsConnection, type WsSession } from './endpoint.js';
 import { RefusalWindow, TokenBucket } from './message-rate.js';
+import { MAX_AUDIO_BYTES, parseAgentClientMessage } from './agent-messages.js';
 import { ownerOf, type SessionLimits } from '../../calls/session-limits.js';
 
 export const AGENT_SAMPLE_RATES = [8000, 16000, 24000, 48000] as const;
@@ -31,8 +32,6 @@ const MAX_BUFFER_SECONDS = 3;
 const PING_MS = 2000;
 const STALL_MS = 8000;
 /** Decoded audio per append message (16 s at 48 kHz) and text per message. */
-const MAX_AUDIO_BYTES = 16 * 48000 * 2;
-const MAX_TEXT = 4000;
 /**
  * Inbound rate per session. Messages of any kind: 1000 a second (bursts of 2000), far above any audio framing (a
  * 128-sample frame at 48 kHz is 375 a second). Audio by its duration: twice real time, with bursts of 20 s (one
@@ -341,18 +340,20 @@ class AgentConnection implements WsSession {
     await call.finished;
   }
 
-  private handle(msg: Record<string, unknown>): void {
+  private handle(raw: Record<string, unknown>): void {
     const session = this.call?.session;
     if (!session) {
       this.error('no_session', 'the session is not ready');
       return;
     }
+    const parsed = parseAgentClientMessage(raw);
+    if (!parsed.ok) {
+      this.error('invalid_event', parsed.error);
+      return;
+    }
+    const { msg } = parsed;
     switch (msg.type) {
       case 'input_audio_buffer.append': {
-        if (typeof msg.audio !== 'string' || !msg.audio) {
-          this.error('invalid_event', 'audio is required (base64 PCM16)');
-          return;
-        }
         if (this.prepared.mode === 'chat') {
           this.error('invalid_event', 'audio is not accepted in chat mode; send input_text.send');
           return;
@@ -368,18 +369,9 @@ class AgentConnection implements WsSession {
       case 'input_audio_buffer.commit':
       case 'session.update':
         return; // accepted, reserved
-      case 'input_text.send': {
-        if (typeof msg.text !== 'string' || !msg.text.trim()) {
-          this.error('invalid_event', 'text is required (a non-empty string)');
-          return;
-        }
-        if (msg.text.length > MAX_TEXT) {
-          this.error('invalid_event', `text must be at most ${MAX_TEXT} characters`);
-          return;
-        }
+      case 'input_text.send':
         session.sendText(msg.text);
         return;
-      }
       case 'session.close':
         session.end('client_requested');
         return;
@@ -395,8 +387,6 @@ class AgentConnection implements WsSession {
         pending(typeof result === 'string' ? result : JSON.stringify(result ?? null));
         return;
       }
-      default:
-        this.error('invalid_event', `unknown message type ${JSON.stringify(msg.type ?? null)}`);
     }
   }
 
