@@ -7,7 +7,7 @@ import { STT_DEFAULTS } from '../engine/models/defaults.js';
 import { defaultPublicAddress } from '../telephony/sip/address.js';
 import { DEFAULT_RTP_PORTS, parsePortRange, type PortRange } from '../telephony/media/ports.js';
 import { DEFAULT_RTP_SENDERS, DEFAULT_SEND_LEAD_MS } from '../telephony/media/sendpool.js';
-import { DEFAULT_MEDIA_PRIORITY, MEDIA_PRIORITIES } from '../telephony/media/priority.js';
+import { DEFAULT_MEDIA_PRIORITY, MEDIA_PRIORITIES, type MediaPriority } from '../telephony/media/priority.js';
 import { TRANSPORTS, parseCarrierAddress, validateAddressList } from '../control-plane/telephony/validation.js';
 import { parseReworkDate } from '../control-plane/telephony/window.js';
 import { RECORDING_STORES } from '../control-plane/recordings/object-store.js';
@@ -182,6 +182,29 @@ const url = (schemes: string[], example: string): Kind<string | undefined> =>
     return raw.trim();
   });
 
+// ------------------------------------------------------------------------------------------------- media profiles
+export const MEDIA_PROFILES = ['balanced', 'light', 'realtime'] as const;
+export type MediaProfile = (typeof MEDIA_PROFILES)[number];
+/** What each PARLEY_MEDIA_PROFILE sets (bench:telephony measured `balanced`; see docs/settings-notes.md). */
+export const MEDIA_PROFILE_VALUES: Readonly<Record<MediaProfile, { priority: MediaPriority; senders: number; leadMs: number }>> = {
+  balanced: { priority: DEFAULT_MEDIA_PRIORITY, senders: DEFAULT_RTP_SENDERS, leadMs: DEFAULT_SEND_LEAD_MS },
+  light: { priority: 'normal', senders: 0, leadMs: DEFAULT_SEND_LEAD_MS },
+  realtime: { priority: 'realtime', senders: DEFAULT_RTP_SENDERS, leadMs: DEFAULT_SEND_LEAD_MS },
+};
+
+/** A media setting whose default is the profile's (PARLEY_MEDIA_PROFILE, itself checked by its own setting). */
+function fromProfile<T>(kind: Kind<T | undefined>, part: 'priority' | 'senders' | 'leadMs'): Kind<T> {
+  return {
+    shownDefault: `the profile's`,
+    allowed: kind.allowed,
+    parse(raw, name, env) {
+      if (raw !== undefined) return kind.parse(raw, name, env) as T;
+      const profile = (valueOf(env, 'PARLEY_MEDIA_PROFILE')?.trim().toLowerCase() ?? 'balanced') as MediaProfile;
+      return (MEDIA_PROFILE_VALUES[profile] ?? MEDIA_PROFILE_VALUES.balanced)[part] as T;
+    },
+  };
+}
+
 // ------------------------------------------------------------------------------------------------- the settings
 const PINO_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -284,9 +307,10 @@ export const SETTINGS: readonly Setting[] = [
   }), 'The address put in Via, Contact and SDP: set it to the public IP behind NAT.', { essential: true }),
   setting('PARLEY_RTP_PORTS', 'sip', 'sip.rtpPorts', custom(`\`${DEFAULT_RTP_PORTS}\``, '`min-max`, 1024-65535', (raw) => parsePortRange(raw ?? DEFAULT_RTP_PORTS)), 'The UDP range RTP ports are taken from (an even port a call).', { essential: true }),
   setting('PARLEY_RTP_TIMEOUT_SECS', 'sip', 'sip.rtpTimeoutSecs', int(60, 0), 'A phone call whose caller sends no RTP this long (while not holding the call) is hung up (`media_timeout`); `0` never.'),
-  setting('PARLEY_MEDIA_PRIORITY', 'sip', 'sip.mediaPriority', oneOf(MEDIA_PRIORITIES, DEFAULT_MEDIA_PRIORITY), 'Scheduling of the media worker thread that runs every call\'s RTP: `latency` asks Linux (EEVDF, 6.12+) for a 0.1 ms time slice; `realtime` SCHED_RR where the process may; `normal` as the other threads.'),
-  setting('PARLEY_RTP_SENDERS', 'sip', 'sip.rtpSenders', int(DEFAULT_RTP_SENDERS, 0, 8, 'sender threads, one per CPU'), 'Sender threads, each pinned to its own CPU, that send the calls\' RTP packets at their times; `0`: the media thread sends each packet itself.'),
-  setting('PARLEY_RTP_SEND_LEAD_MS', 'sip', 'sip.rtpSendLeadMs', int(DEFAULT_SEND_LEAD_MS, 1, 40, 'milliseconds'), 'How far ahead of its time a packet is built and handed to the senders; the agent\'s audio starts that much later.'),
+  setting('PARLEY_MEDIA_PROFILE', 'sip', 'sip.mediaProfile', oneOf(MEDIA_PROFILES, 'balanced'), 'How the media worker thread that runs every call\'s RTP is scheduled and sends: `balanced` (a 0.1 ms EEVDF time slice on Linux 6.12+, two pinned sender threads, packets handed over 10 ms ahead), `light` (normal scheduling, the media thread sends each packet itself: a one-CPU container), `realtime` (as `balanced`, with SCHED_RR where the process may). The three settings below override one part each.', { essential: true }),
+  setting('PARLEY_MEDIA_PRIORITY', 'sip', 'sip.mediaPriority', fromProfile(oneOf(MEDIA_PRIORITIES, undefined), 'priority'), 'Advanced, overrides the profile: the media thread\'s scheduling, `latency` (a 0.1 ms EEVDF time slice), `realtime` (SCHED_RR where the process may) or `normal`.'),
+  setting('PARLEY_RTP_SENDERS', 'sip', 'sip.rtpSenders', fromProfile(int(DEFAULT_RTP_SENDERS, 0, 8, 'sender threads, one per CPU'), 'senders'), 'Advanced, overrides the profile: sender threads, each pinned to its own CPU, that send the calls\' RTP packets at their times; `0`: the media thread sends each packet itself.'),
+  setting('PARLEY_RTP_SEND_LEAD_MS', 'sip', 'sip.rtpSendLeadMs', fromProfile(int(DEFAULT_SEND_LEAD_MS, 1, 40, 'milliseconds'), 'leadMs'), 'Advanced, overrides the profile: how far ahead of its time a packet is built and handed to the senders; the agent\'s audio starts that much later.'),
   setting('PARLEY_TELEPHONY_REWORK_DATE', 'sip', 'telephonyReworkDate', custom('the stored date', 'an ISO date such as `2026-07-01`', (raw) => parseReworkDate(raw)), 'Start of the 45-day window of the deprecated telephony API (stored the day the deployment first ran with telephony).'),
 
   // Platform carrier

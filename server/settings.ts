@@ -4,7 +4,7 @@ import type { PortRange } from '../telephony/media/ports.js';
 import type { MediaPriority } from '../telephony/media/priority.js';
 import type { CarrierSettings } from '../control-plane/telephony/carrier.js';
 import type { RecordingStoreKind } from '../control-plane/recordings/object-store.js';
-import { readSettings, type Env } from './settings-schema.js';
+import { readSettings, type Env, type MediaProfile } from './settings-schema.js';
 
 export type { CarrierSettings };
 
@@ -71,11 +71,12 @@ export interface Settings {
   telephonyReworkDate?: Date;
   /**
    * SIP signalling: UDP and TCP on one port (0: an ephemeral port; null: `off`), the bind address, and the address put
-   * in Via, Contact and SDP. Every call's RTP runs on the media worker thread: mediaPriority is its scheduling,
+   * in Via, Contact and SDP. Every call's RTP runs on the media worker thread: mediaProfile sets the next three
+   * (PARLEY_MEDIA_PROFILE), each of which a setting of its own may override; mediaPriority is its scheduling,
    * rtpSenders the send pool's sender threads (0: the media thread sends itself), rtpSendLeadMs how far ahead of its
    * time a packet is built; rtpTimeoutSecs: a call whose caller sends no RTP this long is hung up (0: never).
    */
-  sip: { port: number | null; host: string; publicAddress: string; rtpPorts: PortRange; mediaPriority: MediaPriority; rtpSenders: number; rtpSendLeadMs: number; rtpTimeoutSecs: number };
+  sip: { port: number | null; host: string; publicAddress: string; rtpPorts: PortRange; mediaProfile: MediaProfile; mediaPriority: MediaPriority; rtpSenders: number; rtpSendLeadMs: number; rtpTimeoutSecs: number };
   /** Redis shared by several servers (PARLEY_REDIS_URL): the outbound pace per carrier address is kept there. */
   redisUrl?: string;
   /** Outbound calls that may wait per carrier address (PARLEY_OUTBOUND_QUEUE); beyond it 429 with Retry-After. */

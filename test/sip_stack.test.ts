@@ -134,7 +134,7 @@ describe('SIP stack shutdown', () => {
 
 describe('SIP settings', () => {
   it('PARLEY_SIP_PORT (default 5060, 0 any free port, off), PARLEY_SIP_HOST, PARLEY_SIP_PUBLIC_ADDRESS, the RTP ports, the media thread\'s priority, and timeout', () => {
-    const media = { rtpPorts: { min: 10000, max: 20000 }, mediaPriority: 'latency', rtpSenders: 2, rtpSendLeadMs: 10, rtpTimeoutSecs: 60 };
+    const media = { rtpPorts: { min: 10000, max: 20000 }, mediaProfile: 'balanced', mediaPriority: 'latency', rtpSenders: 2, rtpSendLeadMs: 10, rtpTimeoutSecs: 60 };
     expect(loadSettings({ PARLEY_SIP_HOST: '127.0.0.2' }).sip).toEqual({ port: 5060, host: '127.0.0.2', publicAddress: '127.0.0.2', ...media });
     expect(loadSettings({ PARLEY_SIP_PORT: 'off', PARLEY_SIP_PUBLIC_ADDRESS: 'sip.example.com' }).sip).toEqual({ port: null, host: '0.0.0.0', publicAddress: 'sip.example.com', ...media });
     expect(loadSettings({ PARLEY_RTP_PORTS: '30000-30099', PARLEY_RTP_TIMEOUT_SECS: '0' }).sip).toMatchObject({ rtpPorts: { min: 30000, max: 30099 }, rtpTimeoutSecs: 0 });
