@@ -4,7 +4,8 @@
 // delete and the audience it holds, and a server killed mid-campaign whose successor finishes it with nobody called
 // more often than the retries allow.
 import { afterEach, describe, expect, it } from 'vitest';
-import { createOrgKey, freshStore, sleep, startServer, testDialects, type TestServer } from './support/server.js';
+import { createOrgKey, freshStore, sleep, startServer, storeSql, testDialects, withStore, type TestServer } from './support/server.js';
+import { PREPARING, sweepUnfinishedCampaigns } from '../control-plane/campaigns/campaigns.js';
 import { killCallees, startSippCarrier, type Arrival, type SippCarrier } from './support/sip-callee.js';
 import { STACK_HOST, killPeers } from './support/sip-peers.js';
 import { sipServerForSuite, workflowAgent } from './support/phone-server.js';
@@ -151,6 +152,34 @@ describe.each(testDialects())('campaigns on %s', (dialect) => {
     expect(found.body.data.totalCampaignCount).toBeGreaterThanOrEqual(1);
     expect((await server.request('GET', `${A}/campaign?search=LEG&status=running`)).body.data.pagination.total).toBe(0);
   });
+
+  it('copies a large audience into the campaign in slices: every member in order, each number in turn; a copy a stopped server left is invisible and swept', async () => {
+    const server = suite.server;
+    const agentId = await workflowAgent(server, 'Hello.');
+    const trunk = await outboundTrunk(server, 5993, ['+15550600007', '+15550600008']);
+    // 1,001 members: three slices, the last one short.
+    const numbers = Array.from({ length: 1001 }, (_, i) => `+1555062${String(i).padStart(4, '0')}`);
+    const audienceId = await audience(server, numbers);
+    try {
+      const created = (await createCampaign(server, { agentId, audienceId, fromNumbers: ['+15550600007', '+15550600008'] }))._id as string;
+      const rows = await storeSql(suite.store, 'SELECT position, phone_number, from_number FROM campaign_recipients WHERE campaign_id = $1 ORDER BY position', [created]);
+      expect(rows.map((r) => Number(r.position))).toEqual(numbers.map((_, i) => i));
+      expect(rows.map((r) => r.phone_number)).toEqual(numbers);
+      expect(rows.map((r) => r.from_number)).toEqual(numbers.map((_, i) => (i % 2 ? '+15550600008' : '+15550600007')));
+      const got = await server.request('GET', `${A}/campaign/${created}`);
+      expect(got.body.data.metrics.total_participants).toBe(1001);
+      // A copy a stopped server left: invisible to reads and lists, then removed with its recipients by the sweep.
+      await storeSql(suite.store, 'UPDATE campaigns SET status = $1, updated_at = $2 WHERE id = $3', [PREPARING, '2020-01-01T00:00:00.000Z', created]);
+      expect((await server.request('GET', `${A}/campaign/${created}`)).status).toBe(404);
+      const listed = await server.request('GET', `${A}/campaign?offset=100`);
+      expect(listed.body.data.campaigns.map((c: { _id: string }) => c._id)).not.toContain(created);
+      expect(await withStore(suite.store, (db) => sweepUnfinishedCampaigns(db))).toBe(1);
+      expect(await storeSql(suite.store, 'SELECT id FROM campaign_recipients WHERE campaign_id = $1', [created])).toEqual([]);
+      expect(await storeSql(suite.store, 'SELECT id FROM campaigns WHERE id = $1', [created])).toEqual([]);
+    } finally {
+      await server.request('DELETE', `${A}/sip-trunk/${trunk}`);
+    }
+  }, 60_000);
 
   it('runs a campaign over two fromNumbers: they rotate, answered calls are held by the agent, busy ones are retried from the number the recipient saw', async () => {
     const server = suite.server;

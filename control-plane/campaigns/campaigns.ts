@@ -10,6 +10,7 @@ import { ApiError, badRequest, conflict, notFound, ownRow } from '../errors.js';
 import { loadAgent, type Actor } from '../agents/agents.js';
 import { intParam } from '../query.js';
 import { loadAudience, type AudienceUsers } from './audiences.js';
+import { nextTurn } from './audience-removal.js';
 import { callerIdsOf, findDialingNumber, type DialingNumber } from '../telephony/dialing.js';
 import { dialRoute, productNumber } from '../telephony/outbound.js';
 import { isE164 } from '../telephony/validation.js';
@@ -34,10 +35,38 @@ const WITHDRAWABLE = ['queued', 'claimed'];
 
 const campaignNotFound = () => notFound('Campaign not found');
 
+/**
+ * Status of a campaign whose recipients are still being copied from its audience (POST /campaign): invisible to every
+ * read and to the runner until the copy is whole; one a stopped server left is swept (sweepUnfinishedCampaigns).
+ */
+export const PREPARING = 'preparing';
+/** A campaign still preparing this long after its last slice was written belonged to a server that stopped. */
+const UNFINISHED_AFTER_MS = 15 * 60_000;
+
 /** A campaign of the actor's organization: 404 for unknown and malformed ids, 403 for another organization's. */
 export async function loadCampaign(q: Db | Tx, orgId: string, campaignId: string): Promise<CampaignRow> {
   if (!isObjectId(campaignId)) throw campaignNotFound();
-  return ownRow(await q.selectFrom('campaigns').selectAll().where('id', '=', campaignId).executeTakeFirst(), orgId, campaignNotFound, 'campaign');
+  const row = await q.selectFrom('campaigns').selectAll().where('id', '=', campaignId).where('status', '!=', PREPARING).executeTakeFirst();
+  return ownRow(row, orgId, campaignNotFound, 'campaign');
+}
+
+/** Removes the campaigns a stopped server left half-copied (never visible); how many. */
+export async function sweepUnfinishedCampaigns(db: Db, now = Date.now()): Promise<number> {
+  const stale = await db.selectFrom('campaigns').select('id').where('status', '=', PREPARING).where('updated_at', '<', new Date(now - UNFINISHED_AFTER_MS).toISOString()).execute();
+  for (const { id } of stale) await discardUnfinished(db, id);
+  return stale.length;
+}
+
+/** Deletes a preparing campaign's recipients a slice at a time (in turns with other long writes), then the campaign. */
+async function discardUnfinished(db: Db, id: string): Promise<void> {
+  for (;;) {
+    const ids = (await db.selectFrom('campaign_recipients').select('id').where('campaign_id', '=', id).limit(BATCH).execute()).map((r) => r.id);
+    if (!ids.length) break;
+    await db.deleteFrom('campaign_recipients').where('id', 'in', ids).execute();
+    await nextTurn();
+  }
+  await db.deleteFrom('campaign_events').where('campaign_id', '=', id).execute();
+  await db.deleteFrom('campaigns').where('id', '=', id).where('status', '=', PREPARING).execute();
 }
 
 /** Adds an event to a campaign's history. */
@@ -237,14 +266,16 @@ export async function createCampaign(deps: CampaignDeps, actor: Actor, body: unk
   for (const d of dialing) await dialRoute(db, deps.carrier, d, 'fromNumbers');
   const numbers = dialing.map((d) => d.phoneNumber);
 
-  const members = await db.selectFrom('audience_members').select(['id', 'phone_number', 'variables']).where('audience_id', '=', audience.id).orderBy('position').orderBy('id').execute();
-  if (!members.length) throw badRequest(`audienceId: audience ${audience.id} has no members to call`);
+  const first = await db.selectFrom('audience_members').select('id').where('audience_id', '=', audience.id).limit(1).executeTakeFirst();
+  if (!first) throw badRequest(`audienceId: audience ${audience.id} has no members to call`);
 
   const id = newId();
   const now = nowIso();
   const status = scheduledAt !== null && Date.parse(scheduledAt) > Date.now() ? 'scheduled' : 'draft';
-  await db.transaction().execute(async (tx) => {
-    await tx
+  // The campaign exists at once but stays invisible (PREPARING) while its recipients are copied from the audience a
+  // slice at a time, each in its own statement and turn of the event loop: 100,000 members in one transaction held the
+  // loop (and every other request on the store) about 2.7 s. Then one short transaction makes it visible.
+  await db
       .insertInto('campaigns')
       .values({
         id,
@@ -257,7 +288,7 @@ export async function createCampaign(deps: CampaignDeps, actor: Actor, body: unk
         scheduled_at: scheduledAt,
         max_retries: maxRetries as number,
         retry_delay_min: retryDelay as number,
-        status,
+        status: PREPARING,
         error: null,
         created_by: actor.name,
         paused_at: null,
@@ -267,12 +298,22 @@ export async function createCampaign(deps: CampaignDeps, actor: Actor, body: unk
         updated_at: now,
       })
       .execute();
+  try {
     // Recipients in audience order; the numbers rotate across them, and each keeps its number for every retry.
-    for (let i = 0; i < members.length; i += BATCH) {
-      await tx
+    let after: { position: number; id: string } | null = null;
+    for (let i = 0; ; ) {
+      let page = db.selectFrom('audience_members').select(['id', 'position', 'phone_number', 'variables']).where('audience_id', '=', audience.id);
+      if (after) {
+        const { position, id: lastId } = after;
+        // A row-value comparison: both stores walk their (audience_id, position) index from here.
+        page = page.where(sql<boolean>`(position, id) > (${position}, ${lastId})`);
+      }
+      const members = await page.orderBy('position').orderBy('id').limit(BATCH).execute();
+      if (!members.length) break;
+      await db
         .insertInto('campaign_recipients')
         .values(
-          members.slice(i, i + BATCH).map((m, j) => ({
+          members.map((m, j) => ({
             id: newId(),
             campaign_id: id,
             position: i + j,
@@ -289,9 +330,19 @@ export async function createCampaign(deps: CampaignDeps, actor: Actor, body: unk
           })),
         )
         .execute();
+      i += members.length;
+      const last = members[members.length - 1]!;
+      after = { position: last.position, id: last.id };
+      await nextTurn();
     }
-    await addCampaignEvent(tx, id, 'user', status === 'scheduled' ? 'scheduled' : 'created');
-  });
+    await db.transaction().execute(async (tx) => {
+      if (!(await moveCampaign(tx, id, [PREPARING], status))) throw new Error(`campaign ${id} was removed while its recipients were copied`);
+      await addCampaignEvent(tx, id, 'user', status === 'scheduled' ? 'scheduled' : 'created');
+    });
+  } catch (err) {
+    await discardUnfinished(db, id).catch(() => undefined);
+    throw err;
+  }
   if (status === 'scheduled') deps.wake();
   const row = await loadCampaign(db, actor.orgId, id);
   return { doc: campaignDoc(row, (await countsOf(db, [id])).get(id) ?? NO_COUNTS), deprecated };
@@ -323,7 +374,7 @@ export async function listCampaigns(db: Db, actor: Actor, query: URLSearchParams
   const search = (query.get('search') ?? '').trim();
   if (search.length > 200) throw badRequest('search: at most 200 characters');
 
-  let base = db.selectFrom('campaigns').where('org_id', '=', actor.orgId);
+  let base = db.selectFrom('campaigns').where('org_id', '=', actor.orgId).where('status', '!=', PREPARING);
   const all = Number((await base.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
   if (status !== null) base = base.where('status', '=', status);
   if (search) base = base.where(sql<boolean>`lower(name) like ${`%${search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`} escape '\\'`);
