@@ -12,9 +12,9 @@ import { defineConfig } from 'vitest/config';
 /** Files that need no server, no peer and no database. */
 export const UNIT = [
   'agent_brains', 'agent_messages', 'agent_turn_taking', 'ambience', 'audio_codecs', 'audio_containers', 'audio_frames', 'audio_resample',
-  'engine_queue', 'kb_chunking', 'layers', 'media_profile', 'loop_reservations', 'prompt_score', 'redaction', 'rtp_clock', 'rtp_sdp', 'rtp_packets', 'rtp_sendpool',
+  'engine_queue', 'kb_chunking', 'layers', 'media_profile', 'llm_models', 'live_event_queue', 'loop_reservations', 'prompt_score', 'redaction', 'rtp_clock', 'rtp_sdp', 'rtp_packets', 'rtp_sendpool',
   'sdp_media_policy', 'security_scan', 'session_reservations', 'settings_schema', 'speech_text', 'stt_live_engine', 'stt_whisper', 'tools_api_call', 'tts_chunker', 'tts_flite',
-  'tts_flite_text', 'tts_piper', 'tts_rhvoice', 'turn_behaviour', 'turn_end_of_turn', 'vad_silero',
+  'tts_flite_text', 'tts_pico', 'tts_piper', 'tts_rhvoice', 'turn_behaviour', 'turn_end_of_turn', 'vad_silero', 'variable_extraction_values', 'voice_table',
 ];
 
 /**

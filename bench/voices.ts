@@ -5,8 +5,8 @@
 //     sentence, so a slower moment of the machine falls on all of them.
 //  2. Real-time factor: POST /tts at the voice's own rate (no resampling) for the same sentences, request time / audio
 //     time, median of BENCH_RTF_RUNS passes (HTTP included: the engine alone is a little faster).
-// Env: BENCH_VOICES (default: Flite slt, awb, rms and the four RHVoice voices; RHVoice voices the server does not list
-// are reported as missing), BENCH_RTF_RUNS (default 3).
+// Env: BENCH_VOICES (default: Flite slt, awb, rms, the four RHVoice voices and SVOX Pico's two English ones; voices the
+// server does not list are reported as missing), BENCH_RTF_RUNS (default 3).
 import { writeFileSync } from 'node:fs';
 import { intEnv, stopAndCollectProblems } from './lib/harness.js';
 import { freshStore, startServer, type TestServer } from '../test/support/server.js';
@@ -27,7 +27,7 @@ const HARVARD = [
   'Four hours of steady work faced us.',
   'A large size in stockings is hard to sell.',
 ];
-const VOICES = (process.env.BENCH_VOICES ?? 'slt,rhvoice-slt,rhvoice-clb,rhvoice-bdl,rhvoice-alan,awb,rms').split(',').map((v) => v.trim()).filter(Boolean);
+const VOICES = (process.env.BENCH_VOICES ?? 'slt,rhvoice-slt,rhvoice-clb,rhvoice-bdl,rhvoice-alan,awb,rms,pico-en-US,pico-en-GB').split(',').map((v) => v.trim()).filter(Boolean);
 const RTF_RUNS = intEnv('BENCH_RTF_RUNS', 3, 1);
 
 const log = (msg: string) => process.stderr.write(`${msg}\n`);

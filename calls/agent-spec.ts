@@ -11,12 +11,13 @@ const bool = (v: unknown, fallback: boolean): boolean => (typeof v === 'boolean'
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v ? v : undefined);
 
 /**
- * The voice that speaks: the configured one when we have it, else (a hosted-platform id such as `nyah`) the built-in
- * voice for its gender: RHVoice slt/bdl when installed, else Flite slt/rms (engine/models/voice-defaults.ts).
+ * The voice that speaks (engine/models/voice-table.ts, documented in docs/models.md): the configured one when we have it
+ * and it speaks the agent's language; else the nearest voice of that language by gender and accent (a hosted id such
+ * as `nyah` by the table's accent and the agent's gender: RHVoice slt/bdl when installed, else Flite slt/rms in
+ * English; SVOX Pico's voice for de, es, fr, it). A language no voice here speaks keeps an English voice.
  */
-export function resolveVoice(registry: ModelRegistry, voiceId: string | undefined, gender: string | undefined): string {
-  if (voiceId && registry.voice(voiceId)) return voiceId;
-  return registry.fallbackVoice(gender);
+export function resolveVoice(registry: ModelRegistry, voiceId: string | undefined, gender: string | undefined, language?: string): string {
+  return registry.chooseVoice({ voiceId, gender, language, mode: 'agent' }).voiceId;
 }
 
 export function agentSpec(agentId: string, workflowType: string, config: Record<string, unknown>, registry: ModelRegistry): AgentSpec {
@@ -38,7 +39,7 @@ export function agentSpec(agentId: string, workflowType: string, config: Record<
     firstMessage: str(config.firstMessage),
     workflowGraph: config.workflowGraph ?? null,
     tools: Array.isArray(config.tools) ? (config.tools as Record<string, unknown>[]) : [],
-    voiceId: resolveVoice(registry, str(voiceConfig.voiceId), str(voiceConfig.gender)),
+    voiceId: resolveVoice(registry, str(voiceConfig.voiceId), str(voiceConfig.gender), str(language.default) ?? D.language.default),
     voiceGender: str(voiceConfig.gender) ?? D.synthesizer.voiceConfig.gender,
     // The wire's default speed (1.2) is the voice's natural rate (speed 1 for the synthesiser).
     speed: Math.min(2, Math.max(0.4, num(synth.speed, D.synthesizer.speed) / D.synthesizer.speed)),

@@ -20,12 +20,15 @@ import type { ModelRegistry } from '../engine/models/registry.js';
 import { registryModels } from '../engine/models/turn-models.js';
 import { agentSpec } from './agent-spec.js';
 import type { AgentMetrics } from './agent-metrics.js';
-import { createBrain, llmEndpoint } from './brains.js';
+import { createBrain, llmEndpoint, LLM_NOT_CONFIGURED } from './brains.js';
+import type { LlmModels } from './llm-models.js';
 import { deterministicAnalytics, llmAnalytics, type CallAnalytics } from './analytics.js';
 import { CallEvents } from './events.js';
 import { CallRecorder, type RecordingExtension } from './recorder.js';
 import { CallTools, orgRequestOptions, type ClientToolChannel } from './tools.js';
 import { KnowledgeTools, type KnowledgeSearchRecord } from './knowledge-tool.js';
+import { VariableExtraction } from './variables-tool.js';
+import { CallFeed, type LiveEvents } from './live-events.js';
 import { runPreCall, type PreCallResult } from './pre-call.js';
 import { CallPrivacy, REDACTION_NOTE, redactionOptions } from './privacy.js';
 import { resolveAgentTools } from '../control-plane/tools/tools.js';
@@ -40,6 +43,8 @@ export interface CallRuntimeDeps {
   metrics: AgentMetrics;
   /** The server's default language model (PARLEY_LLM_*), for single-prompt agents without a model block. */
   defaultLlm?: LlmEndpoint;
+  /** The operator's named models (PARLEY_LLM_MODELS) that `slmModel` chooses from, with the default (calls/llm-models.ts). */
+  llmModels?: LlmModels;
   /** Where recordings go. */
   objects: ObjectStore;
   /** Tool calls may reach private and loopback addresses (PARLEY_ALLOW_PRIVATE_EGRESS). */
@@ -48,6 +53,8 @@ export interface CallRuntimeDeps {
   notifyWebhooks(): void;
   /** The calls up on this server, in the store (ended by another server if this one dies). */
   live?: LiveCalls;
+  /** Live call events (`GET /events`): each call's events are published there. */
+  liveEvents?: LiveEvents;
 }
 
 export interface StartCall {
@@ -217,9 +224,16 @@ export class CallRuntime {
       kbSearches.push(r);
       Object.assign(callFacts, { knowledgeBaseSearches: kbSearches });
     } });
+    const feed = this.deps.liveEvents ? new CallFeed(this.deps.liveEvents, callId) : null;
+    // extract_dynamic_variables: the values the model passes, checked, join the call's variables (onVariables below).
+    const extraction = new VariableExtraction({ agentTools: spec.tools ?? [], onExtract: (r) => {
+      if (r.errors.length) logger.info({ callId, tool: r.tool, errors: r.errors }, 'variable extraction refused');
+      else feed?.variables(r.values, { ...variables, ...r.values });
+    } });
     const tools = new CallTools(library, spec.tools ?? [], {
       orgId,
       knowledge,
+      extraction,
       vault: this.deps.vault,
       allowPrivateEgress: this.deps.allowPrivateEgress,
       client: call.clientTools,
@@ -232,8 +246,8 @@ export class CallRuntime {
     const redaction = redactionOptions(resolved.config.redactionConfig);
     // The model sees placeholders where the caller's details were: it is told so, and not to read them aloud.
     if (redaction) spec.globalPrompt = [spec.globalPrompt, REDACTION_NOTE].filter(Boolean).join('\n\n');
-    const brain: Brain = call.leaveMessage !== undefined ? new MessageBrain(call.leaveMessage) : await createBrain(spec, resolved.config, { vault: this.deps.vault, orgId, defaultLlm: this.deps.defaultLlm }, [...tools.libraryFunctions(library), ...knowledge.functions()]);
-    // The model that answers, not the configured `slmModel` name (a hosted model we do not run): null for a workflow graph.
+    const brain: Brain = call.leaveMessage !== undefined ? new MessageBrain(call.leaveMessage) : await createBrain(spec, resolved.config, { vault: this.deps.vault, orgId, defaultLlm: this.deps.defaultLlm, models: this.deps.llmModels, warn: (f, m) => logger.warn({ callId, agentId, ...f }, m) }, [...tools.libraryFunctions(library), ...knowledge.functions()]);
+    // The model that answers (calls/brains.ts chooseLlm: a named model's name, else the model id): null for a workflow graph.
     const slmModel = brain.modelName ?? null;
     const events = new CallEvents(db, this.deps.notifyWebhooks, {
       orgId,
@@ -255,8 +269,8 @@ export class CallRuntime {
       mode: call.mode,
       isTest: call.isTest,
       variables,
-      // The voice that speaks (the configured one when we have it, else the fallback by gender) and its engine.
-      voiceConfig: { model: registry.voice(spec.voiceId)?.model ?? 'flite', voiceId: spec.voiceId, gender: spec.voiceGender ?? null },
+      // The voice that spoke (after the voice table and the agent's language), its engine and its own gender.
+      voiceConfig: { model: registry.voice(spec.voiceId)?.model ?? 'flite', voiceId: spec.voiceId, gender: registry.voice(spec.voiceId)?.gender || spec.voiceGender || null },
       slmModel,
       fromNumber: call.fromNumber ?? null,
       toNumber: call.toNumber ?? null,
@@ -266,6 +280,7 @@ export class CallRuntime {
       else if (!(await activateQueuedCall(tx, record))) throw new Error(`call ${callId} is no longer waiting to start`);
     });
     if (!call.lineHeld) await this.deps.live?.hold(callId, orgId);
+    feed?.started('in_progress');
     metrics.opened(call.mode);
     const recorder = call.mode === 'webcall' ? new CallRecorder(call.outputRate) : null;
     const privacy = redaction ? new CallPrivacy(redaction, { transcript: () => session.transcript, entryChanged: (index) => writer.entryChanged(index) }) : null;
@@ -291,10 +306,11 @@ export class CallRuntime {
       leadMs: call.outputLeadMs,
       tap: recorder ?? undefined,
       privacy: privacy ?? undefined,
-      runTool: (toolCall) => tools.run(toolCall, variables),
+      runTool: (toolCall) => (feed ? feed.tool(toolCall, () => tools.run(toolCall, variables)) : tools.run(toolCall, variables)),
       fillerFor: (toolCall) => tools.fillerFor(toolCall),
       transfer: call.transfer,
       emit: (event) => {
+        feed?.session(event);
         switch (event.type) {
           case 'user_speech_started':
             // The turn's speech began a little before the VAD was sure of it.
@@ -320,7 +336,7 @@ export class CallRuntime {
             const endedAt = new Date();
             metrics.closed(call.mode, event.reason);
             const final = {
-              status: event.reason === 'error' ? ('failed' as const) : ('completed' as const),
+              status: event.reason === 'error' || event.reason === LLM_NOT_CONFIGURED ? ('failed' as const) : ('completed' as const),
               // A message left on a machine ends with the verdict (campaigns retry those: nobody was reached).
               endReason: call.leaveMessage !== undefined && event.reason === 'ended' && answeredBy ? answeredBy : event.reason,
               ...(answeredBy ? { answeredBy } : {}),
@@ -330,6 +346,7 @@ export class CallRuntime {
               variables: { ...variables },
               metrics: { ...callFacts, turns: [...session.turnMetrics], interruptions: [...session.interruptions], processedAt: endedAt.toISOString() },
             };
+            feed?.end(final.status, final.endReason);
             trace.end({ status: final.status, reason: final.endReason }, { 'parley.call.turns': final.metrics.turns.length, ...(answeredBy ? { 'parley.call.answered_by': answeredBy } : {}) });
             // The recording first (so post-conversation can name it), then the final record and its event together.
             writer.close();
@@ -436,6 +453,7 @@ export class CallRuntime {
       { status: outcome.status, endReason: outcome.reason, endedAt: startedAt.toISOString(), durationS: 0, transcript: [], variables, metrics: { turns: [], processedAt: startedAt.toISOString() } },
       { startedAt, endedAt: startedAt, answered: false, transcript: [], variables, analyze: async () => deterministicAnalytics(analyticsConfig, [], outcome.reason) },
     );
+    if (this.deps.liveEvents) new CallFeed(this.deps.liveEvents, callId).end(outcome.status, outcome.reason);
     return callId;
   }
 
@@ -467,7 +485,7 @@ export class CallRuntime {
       callType: row.type as CallType,
     });
     const resolved = await this.configAsRun(row.org_id, row.agent_id, row.revision_id);
-    return events.end(
+    const ended = await events.end(
       {
         status: 'failed',
         endReason: 'server_stopped',
@@ -486,6 +504,8 @@ export class CallRuntime {
       },
       { ifOpen: true },
     );
+    if (ended && this.deps.liveEvents) new CallFeed(this.deps.liveEvents, callId).end('failed', 'server_stopped');
+    return ended;
   }
 
   /** The agent's configuration as a call of it runs (its pinned revision, or live); null for an agent deleted or archived since. */
@@ -501,7 +521,7 @@ export class CallRuntime {
     const disposition = typeof config.callDispositionConfig === 'string' && config.callDispositionConfig.trim() ? config.callDispositionConfig.trim() : undefined;
     const base = config.postCallAnalyticsConfig && typeof config.postCallAnalyticsConfig === 'object' ? (config.postCallAnalyticsConfig as Record<string, unknown>) : {};
     const analyticsConfig = disposition ? { ...base, dispositionInstructions: disposition } : config.postCallAnalyticsConfig;
-    const endpoint = await llmEndpoint(config.model, { vault: this.deps.vault, orgId, defaultLlm: this.deps.defaultLlm }).catch(() => ({ error: 'unavailable' }));
+    const endpoint = await llmEndpoint(config, { vault: this.deps.vault, orgId, defaultLlm: this.deps.defaultLlm, models: this.deps.llmModels }).catch(() => ({ error: 'unavailable' }));
     if ('error' in endpoint) return deterministicAnalytics(analyticsConfig, transcript, endReason);
     return llmAnalytics(endpoint, analyticsConfig, transcript, endReason);
   }

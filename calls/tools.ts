@@ -24,6 +24,8 @@ export interface CallToolsOptions {
   trace?: CallTrace;
   /** Knowledge-base searches (`knowledge_base_search` tools, the agent's `globalKnowledgeBaseId`): calls/knowledge-tool.ts. */
   knowledge?: { has(name: string): boolean; run(call: ToolCall): Promise<string | null> };
+  /** `extract_dynamic_variables` tools (calls/variables-tool.ts): their values go to `onVariables`. */
+  extraction?: { has(name: string): boolean; run(call: ToolCall): { result: string; values: Vars | null } };
 }
 
 const PARAM_TYPES = { text: 'string', number: 'number', boolean: 'boolean', enum: 'string' } as const;
@@ -107,6 +109,14 @@ export class CallTools {
         span?.end('error');
         throw err;
       }
+    }
+    const extraction = this.opts.extraction;
+    if (extraction?.has(call.name)) {
+      const span = this.opts.trace?.tool(call.name, 'extract_dynamic_variables');
+      const { result, values } = extraction.run(call);
+      span?.end(values ? 'ok' : 'error');
+      if (values) this.opts.onVariables(values);
+      return result;
     }
     const def = this.byName.get(call.name);
     const span = this.opts.trace?.tool(call.name, def?.type ?? 'unknown');

@@ -5,6 +5,8 @@ import { KeyResolver, ensureBootstrapKey } from '../control-plane/auth/keys.js';
 import { RateLimiter } from '../control-plane/auth/rate-limit.js';
 import { ScanRunner } from '../control-plane/agents/scan-runner.js';
 import { PublishService } from '../control-plane/agents/publish.js';
+import { LlmModels, modelWarnings } from '../calls/llm-models.js';
+import { chatCompletionRoutes } from '../transports/routes/chat-completions.js';
 import { HttpServer } from '../transports/http/server.js';
 import { HttpMetrics } from '../transports/http/metrics.js';
 import { authenticator } from '../transports/http/auth.js';
@@ -63,10 +65,14 @@ import { LiveCalls } from '../calls/live-calls.js';
 import { CampaignRunner } from '../control-plane/campaigns/runner.js';
 import { audienceRoutes } from '../transports/routes/audiences.js';
 import { sweepAbandonedUploads } from '../control-plane/campaigns/audience-removal.js';
+import { sweepUnfinishedCampaigns } from '../control-plane/campaigns/campaigns.js';
 import { dncRoutes, type DncRouteDeps } from '../transports/routes/dnc.js';
 import { knowledgeBaseRoutes } from '../transports/routes/knowledge-bases.js';
 import { organizationRoutes } from '../transports/routes/organization.js';
 import { callActionRoutes } from '../transports/routes/call-actions.js';
+import { liveEventRoutes } from '../transports/routes/live-events.js';
+import { LiveEvents } from '../calls/live-events.js';
+import { PgLiveBus, RedisLiveBus } from '../calls/live-bus.js';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Settings } from './settings.js';
@@ -98,7 +104,12 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   // Start the scan worker now, so the first publish is not charged the worker's start-up against its scan budget.
   const warm = await scanner.scan({});
   if (!warm.ok) throw new Error(`security scanner failed to start: ${warm.error}`);
-  const publish = new PublishService(store.db, scanner, settings.scanBudgetMs, logger);
+  // The language models agents and chat completions use: named ones (PARLEY_LLM_MODELS) and the default (PARLEY_LLM_*).
+  const llmModels = new LlmModels(settings.llmModels, settings.llm);
+  if (settings.llmModels.length || settings.llm) {
+    logger.info({ models: settings.llmModels.map((m) => ({ name: m.name, model: m.model, host: new URL(m.baseUrl).host })), default: settings.llm?.model ?? null, ...(settings.llmModelsFile ? { file: settings.llmModelsFile } : {}) }, 'language models');
+  }
+  const publish = new PublishService(store.db, scanner, settings.scanBudgetMs, logger, (workflowType, config) => modelWarnings(workflowType, config, llmModels));
   const metrics = new HttpMetrics();
   const sessions = new BrowserSessions(store.db, keys, settings.sessionTtlSeconds);
   // The outbound dialer's INVITE slots: a request does not start right before one (a burst of POSTs kept them late).
@@ -174,6 +185,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   ttsLiveSockets(server, settings.wavesPrefix, registry, logger, limits, store.db);
   sttLiveSockets(server, settings.wavesPrefix, registry, logger, limits, settings.sttIdleSeconds);
   s2sSocket(server, settings.wavesPrefix, { registry, logger, llm: settings.llm, draining: () => server.isDraining, toolTimeoutMs: settings.s2sToolTimeoutMs, limits, db: store.db });
+  chatCompletionRoutes(server, settings.wavesPrefix, llmModels, logger);
   sttRoutes(server, settings.wavesPrefix, registry, { maxBodyBytes: settings.sttMaxBytes, maxAudioSeconds: settings.sttMaxSeconds }, logger, { allowPrivate: settings.allowPrivateEgress });
   // Recordings: files under the data dir unless PARLEY_RECORDING_STORE=database (every server sharing the store serves them).
   const recordingStore = settings.recordingStore ?? 'files';
@@ -186,6 +198,18 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   // Calls up here are noted in the store; those of a server that stopped are ended by this one (or another).
   const live = new LiveCalls({ db: store.db, owner, leaseMs: settings.outboundLeaseSecs * 1000, logger });
+  // Live call events (GET /events): across the servers sharing a PostgreSQL store (Redis pub/sub when configured,
+  // else LISTEN/NOTIFY); a SQLite store has one server, so they stay in the process.
+  const liveBus =
+    store.dialect !== 'postgres' || !settings.databaseUrl
+      ? null
+      : settings.redisUrl
+        ? new RedisLiveBus(settings.redisUrl, settings.databaseSchema, logger)
+        : new PgLiveBus(settings.databaseUrl, settings.databaseSchema, logger);
+  const liveEvents = new LiveEvents(liveBus, { onBusError: (err) => logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'live events: could not reach the other servers') });
+  await liveEvents.start();
+  logger.info({ transport: liveEvents.transport }, 'live call events');
+  liveEventRoutes(server, settings.atomsPrefix, ctx, liveEvents);
   const runtime = new CallRuntime({
     db: store.db,
     registry,
@@ -193,10 +217,12 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
     logger,
     metrics: new AgentMetrics(metrics.registry),
     defaultLlm: settings.llm,
+    llmModels,
     objects,
     allowPrivateEgress: settings.allowPrivateEgress,
     notifyWebhooks: () => webhooks.notify(),
     live,
+    liveEvents,
   });
   dnc.runtime = runtime;
   const agentSockets = agentConnectSocket(server, settings.atomsPrefix, { db: store.db, runtime, logger, draining: () => server.isDraining, limits });
@@ -208,6 +234,11 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   void sweepAbandonedUploads(store.db).then(
     (swept) => swept && logger.info({ swept }, 'removed audience uploads a stopped server left unfinished'),
     (err: unknown) => logger.warn({ err: String(err) }, 'could not sweep unfinished audience uploads'),
+  );
+  // Campaigns a stopped server left while copying their recipients (invisible meanwhile) likewise.
+  void sweepUnfinishedCampaigns(store.db).then(
+    (swept) => swept && logger.info({ swept }, 'removed campaigns a stopped server left unfinished'),
+    (err: unknown) => logger.warn({ err: String(err) }, 'could not sweep unfinished campaigns'),
   );
   const resumed = await publish.resumePendingScans();
   if (resumed) logger.info({ resumed }, 'resumed deferred security scans');
@@ -273,8 +304,11 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
     async stop() {
       await campaigns?.stop();
       const calls = Promise.all([agentSockets.endAll('server_shutdown'), inbound?.endAll('server_shutdown'), dialer?.stop('server_shutdown')]);
+      // Once this server's calls have ended (their subscribers told so), the streams still open (calls elsewhere) end.
+      const liveClosed = calls.then(() => liveEvents.close(), () => liveEvents.close());
       await server.drain(settings.shutdownTimeoutMs);
       await calls;
+      await liveClosed;
       await live.stop();
       await sip?.close();
       await media.close();

@@ -2,6 +2,7 @@
 // it allows), its default, one line of meaning, and the Settings field it fills. server/settings.ts builds Settings from
 // this list; server/settings-docs.ts writes docs/settings.md from it. An empty value counts as unset.
 import path from 'node:path';
+import { readFileSync } from 'node:fs';
 import { isIPv4 } from 'node:net';
 import { STT_DEFAULTS } from '../engine/models/defaults.js';
 import { defaultPublicAddress } from '../telephony/sip/address.js';
@@ -11,6 +12,7 @@ import { DEFAULT_MEDIA_PRIORITY, MEDIA_PRIORITIES, type MediaPriority } from '..
 import { TRANSPORTS, parseCarrierAddress, validateAddressList } from '../control-plane/telephony/validation.js';
 import { parseReworkDate } from '../control-plane/telephony/window.js';
 import { RECORDING_STORES } from '../control-plane/recordings/object-store.js';
+import { MODELS_FILE_SETTING, parseLlmModels } from '../calls/llm-models.js';
 import type { Settings } from './settings.js';
 
 export type Env = Record<string, string | undefined>;
@@ -225,7 +227,7 @@ export const SETTINGS: readonly Setting[] = [
   setting('DATABASE_SCHEMA', 'storage', 'databaseSchema', text(undefined, 'a schema name'), 'PostgreSQL schema to use (created if missing).'),
   setting('PARLEY_RECORDING_STORE', 'storage', 'recordingStore', oneOf(RECORDING_STORES, undefined, `must be ${RECORDING_STORES.join(' or ')}`), 'Where call recordings are written: `files` (`<data dir>/recordings`; only this server serves them) or `database` (every server sharing the store serves every recording). Unset: `files`.', { shownDefault: '`files`' }),
   setting('PARLEY_SECRET_KEY', 'storage', 'secretKey', text(undefined, '64 hex characters or base64 of 32 bytes'), 'Master key of the secrets vault. Unset: a key file `<data dir>/secret.key` is generated once (mode 0600).', { essential: true }),
-  setting('PARLEY_REDIS_URL', 'storage', 'redisUrl', url(['redis', 'rediss'], 'redis://host:6379'), 'A Redis shared by several servers: outbound pace and digest-guess counts are kept there. Unset: kept in the process.'),
+  setting('PARLEY_REDIS_URL', 'storage', 'redisUrl', url(['redis', 'rediss'], 'redis://host:6379'), 'A Redis shared by several servers: outbound pace and digest-guess counts are kept there, and live call events travel through it (on PostgreSQL; without it LISTEN/NOTIFY carries them). Unset: counts kept in the process.'),
 
   // Keys, tokens and egress
   setting('PARLEY_BOOTSTRAP_KEY', 'access', 'bootstrapKey', text(undefined, 'an `sk_...` key'), 'An API key created at start-up if absent (for automation).', { essential: true }),
@@ -279,6 +281,20 @@ export const SETTINGS: readonly Setting[] = [
   }), 'The server\'s default language model, any OpenAI-compatible chat-completions endpoint: used by speech-to-speech and by single-prompt agents without a `model` block.', { essential: true }),
   setting('PARLEY_LLM_MODEL', 'agents', 'llm.model', text('gpt-4o-mini', 'a model name'), 'The model asked of `PARLEY_LLM_BASE_URL`.', { essential: true }),
   setting('PARLEY_LLM_API_KEY', 'agents', 'llm.apiKey', text(undefined, 'a key'), 'The bearer key for `PARLEY_LLM_BASE_URL`.', { essential: true }),
+  setting('PARLEY_LLM_MODELS', 'agents', 'llmModels', custom('unset (none)', 'a JSON object `{"<name>": {"baseUrl": "https://host/v1", "model": "<id>", "apiKey": "<optional>"}}`', (raw, name, env) => {
+    const file = valueOf(env, MODELS_FILE_SETTING);
+    if (raw !== undefined && file !== undefined) throw new Error(`${name} and ${MODELS_FILE_SETTING} are both set: set one`);
+    if (raw !== undefined) return parseLlmModels(raw, name);
+    if (file === undefined) return [];
+    let text: string;
+    try {
+      text = readFileSync(path.resolve(file), 'utf8');
+    } catch (err) {
+      throw new Error(`${MODELS_FILE_SETTING}: cannot read ${path.resolve(file)} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+    return parseLlmModels(text, `${MODELS_FILE_SETTING} (${path.resolve(file)})`);
+  }), 'Named OpenAI-compatible models: an agent whose `slmModel` is one of the names is answered by it (unless its own `model` block names an endpoint), and `POST /chat/completions` serves any of them by `model`. Keys are never logged nor returned. Checked at start (docs/agent-sessions.md, "Model choice").'),
+  setting('PARLEY_LLM_MODELS_FILE', 'agents', 'llmModelsFile', custom('unset', 'a path to a JSON file (the same object as `PARLEY_LLM_MODELS`)', (raw) => (raw === undefined ? undefined : path.resolve(raw))), 'The named models read from a file instead (keeps the keys out of the environment); read once at start; not together with `PARLEY_LLM_MODELS`.'),
   setting('PARLEY_SCAN_BUDGET_MS', 'agents', 'scanBudgetMs', int(200, 0), 'A publish whose security scan finishes within this answers 200; otherwise 202 and the scan finishes in the background; `0` always defers.'),
   setting('PARLEY_SCAN_TIMEOUT_MS', 'agents', 'scanTimeoutMs', int(30_000, 100), 'A security scan running longer is abandoned as an error (retry it).'),
   setting('PARLEY_S2S_TOOL_TIMEOUT_MS', 'agents', 's2sToolTimeoutMs', int(15_000, 1), 'How long a speech-to-speech response waits for client tool outputs.'),

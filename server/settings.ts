@@ -5,6 +5,7 @@ import type { MediaPriority } from '../telephony/media/priority.js';
 import type { CarrierSettings } from '../control-plane/telephony/carrier.js';
 import type { RecordingStoreKind } from '../control-plane/recordings/object-store.js';
 import { readSettings, type Env, type MediaProfile } from './settings-schema.js';
+import type { NamedLlm } from '../calls/llm-models.js';
 
 export type { CarrierSettings };
 
@@ -53,6 +54,10 @@ export interface Settings {
   secretKey?: string;
   /** The server's default language model (OpenAI-compatible): used by speech-to-speech and by single-prompt agents without a model block. */
   llm?: { baseUrl: string; model: string; apiKey?: string };
+  /** Named models (PARLEY_LLM_MODELS, or the file PARLEY_LLM_MODELS_FILE) that an agent's `slmModel` and chat completions' `model` choose. */
+  llmModels: readonly NamedLlm[];
+  /** Where llmModels were read from, when from a file. */
+  llmModelsFile?: string;
   /** Speech-to-speech: how long a response waits for client tool outputs (its sessions count against sessionCaps.speech). */
   s2sToolTimeoutMs: number;
   /** Concurrent realtime sessions, server-wide and per key, for sessions that run speech models and for text-only ones. */

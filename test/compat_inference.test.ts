@@ -7,6 +7,7 @@ import { testDialects } from './support/server.js';
 import { asteriskWav } from './support/speech.js';
 import { upgradeRefusal } from './support/ws-refusal.js';
 import { RHVOICE_INSTALLED } from './support/rhvoice.js';
+import { PICO_VOICE_IDS } from './support/pico.js';
 
 const W = '/waves/v1';
 
@@ -87,7 +88,7 @@ describe('speech compatibility', () => {
   it('the voice catalog lists the default voice first (RHVoice slt when installed, else Flite slt), and marks it alone with isDefault', async () => {
     const flite = ['kal', 'kal16', 'awb', 'rms', 'slt'];
     const dflt = RHVOICE_INSTALLED ? 'rhvoice-slt' : 'slt';
-    const all = RHVOICE_INSTALLED ? ['rhvoice-slt', 'rhvoice-clb', 'rhvoice-bdl', 'rhvoice-alan', ...flite] : ['slt', 'kal', 'kal16', 'awb', 'rms'];
+    const all = [...(RHVOICE_INSTALLED ? ['rhvoice-slt', 'rhvoice-clb', 'rhvoice-bdl', 'rhvoice-alan', ...flite] : ['slt', 'kal', 'kal16', 'awb', 'rms']), ...PICO_VOICE_IDS];
     for (const path of ['/voice/get-all-models', '/lightning-v3.1/get_voices']) {
       const res = await suite.server.request('GET', `${W}${path}`);
       expect(res.status).toBe(200);
@@ -98,7 +99,7 @@ describe('speech compatibility', () => {
     }
     // An engine's own list has its voices only.
     const own = await suite.server.request('GET', `${W}/flite/get_voices`);
-    expect(own.body.voices.map((v: { voiceId: string }) => v.voiceId)).toEqual(RHVOICE_INSTALLED ? flite : all);
+    expect(own.body.voices.map((v: { voiceId: string }) => v.voiceId)).toEqual(RHVOICE_INSTALLED ? flite : ['slt', 'kal', 'kal16', 'awb', 'rms']);
     // The default voice is what the catalog says: it synthesises.
     const res = await suite.server.request('POST', `${W}/tts`, { body: { text: 'Hello.', voice_id: dflt, output_format: 'wav' } });
     expect(res.status).toBe(200);

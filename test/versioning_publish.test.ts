@@ -15,7 +15,8 @@ describe.each(testDialects())('publish on %s', (dialect) => {
       await putDraft(suite.server, agent, main, { prompt: `Prompt for ${label}.` });
       const res = await suite.server.request('POST', `${A}/agent/${agent}/branches/${main}/draft/publish`, { body: { label } });
       expect(res.status, res.text).toBe(200);
-      expect(Object.keys(res.body.data).sort()).toEqual(['revision', 'state']);
+      // `warnings`: this server has no language model for the agent's calls (docs/agent-sessions.md, "Model choice").
+      expect(Object.keys(res.body.data).sort()).toEqual(['revision', 'state', 'warnings']);
       const rev = res.body.data.revision;
       expect(res.body.data.state).toBe('committed');
       expect(rev).toMatchObject({ status: 'published', branch: main, label, draftId: null, draftRevision: null, pendingPublish: null, isActive: true });
@@ -39,7 +40,8 @@ describe.each(testDialects())('publish on %s', (dialect) => {
     await putDraft(suite.server, agent, main, { prompt: LEAKY_PROMPT });
     const res = await publish(suite.server, agent, main);
     expect(res.status).toBe(202);
-    expect(res.body).toEqual({ status: true, data: { state: 'scanning' } });
+    // With the state, what the revision will not do here: this server has no language model for its calls.
+    expect(res.body).toEqual({ status: true, data: { state: 'scanning', warnings: [expect.stringContaining('llm_not_configured')] } });
 
     const newest = (await revs(agent, main, '?limit=1')).body.data.revisions[0];
     expect(newest).toMatchObject({ status: 'draft', revisionNumber: null, pendingPublish: { state: 'active', startedBy: 'bootstrap' } });
@@ -137,13 +139,14 @@ describe.each(testDialects())('publish on %s', (dialect) => {
 describe.each(testDialects())('deferred scans on %s (scan budget 0)', (dialect) => {
   const suite = serverForSuite(dialect, { PARLEY_SCAN_BUDGET_MS: '0' });
 
-  it('draft -> 202 scanning with only state; the revision shows in history and commits when the scan completes', async () => {
+  it('draft -> 202 scanning with only state (and warnings); the revision shows in history and commits when the scan completes', async () => {
     const agent = await createAgent(suite.server);
     const main = await mainBranchId(suite.server, agent);
     await putDraft(suite.server, agent, main, { prompt: 'You are a bank assistant.' });
     const res = await publish(suite.server, agent, main, 'deferred');
     expect(res.status).toBe(202);
-    expect(res.body).toEqual({ status: true, data: { state: 'scanning' } });
+    // With the state, what the revision will not do here: this server has no language model for its calls.
+    expect(res.body).toEqual({ status: true, data: { state: 'scanning', warnings: [expect.stringContaining('llm_not_configured')] } });
     const listed = (await suite.server.request('GET', `${A}/agent/${agent}/branches/${main}/revisions?limit=1`)).body.data.revisions[0];
     expect(listed.label).toBe('deferred');
     const done = await pollRevision(suite.server, agent, main, listed._id, (r) => r.status === 'published');

@@ -15,6 +15,9 @@ export const LANGS: [string, string][] = [
   ['north_indic', 'North Indic'],
   ['bn', 'Bengali'],
   ['or', 'Odia'],
+  ['de', 'German'],
+  ['fr', 'French'],
+  ['it', 'Italian'],
 ];
 
 /**

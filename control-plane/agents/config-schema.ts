@@ -6,7 +6,8 @@ import { canonicalZone, timezoneSchema } from './timezone.js';
 import { EgressError, checkEgressStatic } from '../../engine/net/egress.js';
 import { PLACEHOLDER, headerName, headerValue, responseVariablesSchema, templatedUrl, toolAuthSchema } from '../tools/definition.js';
 
-const LANGS = ['en', 'hi', 'mr', 'gu', 'ta', 'es', 'north_indic', 'bn', 'or'] as const;
+/** The wire's languages, then ours: de, fr, it (SVOX Pico's voices speak them; docs/models.md, "Voices and languages"). */
+const LANGS = ['en', 'hi', 'mr', 'gu', 'ta', 'es', 'north_indic', 'bn', 'or', 'de', 'fr', 'it'] as const;
 const HTTP_METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'] as const;
 const E164 = /^\+[1-9]\d{6,14}$/;
 const noSpaces = z.string().min(1).max(64).regex(/^\S+$/, 'must not contain spaces');

@@ -10,15 +10,22 @@ import type { BlockRefs, Section } from './config.js';
 import { loadAgentForWrite, type Actor, type AgentRow } from './agents.js';
 import { assertWritable, liveHeadId, loadBranch, scanningRevision } from './branches.js';
 import { openDraft } from './drafts.js';
-import { loadSections, markBlocksPassed, parseJson, promptScoreKey, revisionDto, unscannedSections, type PendingPublish, type RevisionRow, type SecurityCheck } from './records.js';
+import { loadConfig, loadSections, markBlocksPassed, parseJson, promptScoreKey, revisionDto, unscannedSections, type PendingPublish, type RevisionRow, type SecurityCheck } from './records.js';
 import { scoreBlocks } from './prompt-scoring.js';
 import { summarizeFindings, type ScanRule } from './security-scan.js';
 import type { ScanOutcome, ScanRunner } from './scan-runner.js';
 
 export interface PublishResult {
   status: 200 | 202;
-  data: { state: 'committed'; revision: Record<string, unknown> } | { state: 'scanning' };
+  /** `warnings`: what the revision will not do as configured on this server (ConfigAdvisor); absent when none. */
+  data: ({ state: 'committed'; revision: Record<string, unknown> } | { state: 'scanning' }) & { warnings?: string[] };
 }
+
+/**
+ * What a configuration will not do on this server, one sentence each (for example an `slmModel` no configured
+ * language model answers): the server passes it, as the control plane does not know the server's settings.
+ */
+export type ConfigAdvisor = (workflowType: string, config: Record<string, unknown>) => string[];
 
 type Verdict = { kind: 'passed' } | { kind: 'failed'; reason: string } | { kind: 'error'; reason: string };
 
@@ -53,6 +60,7 @@ export class PublishService {
     private readonly scanner: ScanRunner,
     private readonly budgetMs: number,
     private readonly logger: Logger,
+    private readonly advise?: ConfigAdvisor,
   ) {
     // The per-branch lock is held for a publish's scan budget and its commit; a crashed holder's lock expires.
     this.lockMs = Math.max(10_000, budgetMs * 2 + 5_000);
@@ -78,9 +86,10 @@ export class PublishService {
         .updateTable('revisions')
         .set({ pending_publish: JSON.stringify(pending), security_check: JSON.stringify(check), label, published_by: actor.name, updated_at: armedAt })
         .where('id', '=', draft.id)
-        .returning('blocks')
+        .returning(['blocks', 'workflow_type'])
         .executeTakeFirstOrThrow();
-      return this.scanAndSettle(agent, branchId, { revisionId: draft.id, blocks: row.blocks, armedAt }, actor.name, true);
+      const warnings = await this.warnings(row.workflow_type, row.blocks);
+      return withWarnings(await this.scanAndSettle(agent, branchId, { revisionId: draft.id, blocks: row.blocks, armedAt }, actor.name, true), warnings);
     });
   }
 
@@ -278,7 +287,7 @@ export class PublishService {
           .execute();
         await this.advanceHead(tx, agentId, branchId, id, actor.name, now);
       });
-      return { status: 200, data: { state: 'committed', revision: await this.revisionRecord(agent, id) } };
+      return withWarnings({ status: 200, data: { state: 'committed', revision: await this.revisionRecord(agent, id) } }, await this.warnings(source.workflow_type, source.blocks));
     });
   }
 
@@ -333,6 +342,17 @@ export class PublishService {
     return resumed;
   }
 
+  /** The advisor's warnings on a revision's configuration; a failing advisor warns nothing (it never blocks a publish). */
+  private async warnings(workflowType: string, blocks: string): Promise<string[]> {
+    if (!this.advise) return [];
+    try {
+      return this.advise(workflowType, await loadConfig(this.db, JSON.parse(blocks) as BlockRefs));
+    } catch (err) {
+      this.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not check the published configuration');
+      return [];
+    }
+  }
+
   private async assertNotBlocked(branchId: string): Promise<void> {
     const scanning = await scanningRevision(this.db, branchId);
     if (!scanning) return;
@@ -368,6 +388,10 @@ export class PublishService {
     const row = await this.db.selectFrom('revisions').selectAll().where('id', '=', revisionId).executeTakeFirstOrThrow();
     return revisionDto(row, { liveHeadId: await liveHeadId(this.db, agent) });
   }
+}
+
+function withWarnings(result: PublishResult, warnings: string[]): PublishResult {
+  return warnings.length ? { ...result, data: { ...result.data, warnings } } : result;
 }
 
 async function nextRevisionNumber(tx: Tx, branchId: string): Promise<number> {

@@ -86,7 +86,7 @@ export class AgentReply {
         if (!alive()) return;
         if (ev.type === 'text') this.add(ev.text);
         else if (ev.type === 'tool_call') calls.push(ev.call);
-        else if (ev.type === 'end_call') this.endAfter = 'ended';
+        else if (ev.type === 'end_call') this.endAfter = ev.endReason ?? 'ended';
         else if (ev.type === 'transfer') {
           if (host.transfer) this.transferTo = { number: ev.number, option: ev.option ?? { type: 'cold_transfer' } };
           else {

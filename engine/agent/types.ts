@@ -107,8 +107,8 @@ export type BrainEvent =
   | { type: 'text'; text: string }
   /** The model calls a function; the reply pauses until the caller gives a result (see Brain.addToolResult). */
   | { type: 'tool_call'; call: ToolCall }
-  /** End the call after the text before it has been spoken. */
-  | { type: 'end_call'; reason: string }
+  /** End the call after the text before it has been spoken; `endReason` is the session's end reason (default `ended`). */
+  | { type: 'end_call'; reason: string; endReason?: string }
   /** Transfer the call to a number after the text before it has been spoken (cold when `option` is absent). */
   | { type: 'transfer'; number: string; option?: TransferOption }
   /** Variables set or extracted during this reply. */

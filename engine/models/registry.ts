@@ -6,7 +6,9 @@ import { FLITE_VOICES, FliteSynthesizer } from './flite.js';
 import { PiperVoice } from './piper.js';
 import { RHVOICE_DATA_DIR, RHVOICE_SAMPLE_RATE, RhvoiceSynthesizer, findRhvoice, type RhvoiceVoiceInfo, type TimedSpeech } from './rhvoice/index.js';
 import { loadRhvoiceLibrary } from './rhvoice/binding.js';
-import { fallbackVoice } from './voice-defaults.js';
+import { PICO_LANG_DIR, PICO_SAMPLE_RATE, PicoSynthesizer, findPico } from './pico/index.js';
+import { resolvePicoEngine } from './pico/binding.js';
+import { LANGUAGE_NAMES, baseLanguage, chooseVoice, type LocalVoice, type VoiceChoice, type VoiceRequest } from './voice-table.js';
 import { SileroVadModel } from './silero.js';
 import { WhisperPool } from './whisper/pool.js';
 import { InferenceQueue, type SlotInfo } from './queue.js';
@@ -22,18 +24,23 @@ export const TTS_ALIASES = ['lightning_v3.1', 'lightning_v3.1_pro'] as const;
 export interface VoiceEntry {
   voiceId: string;
   displayName: string;
-  /** Our synthesis model id, the engine that speaks: `flite` (built in), `rhvoice` (built in when the Debian package is installed) or `piper` (a voice the user added). */
-  model: 'flite' | 'rhvoice' | 'piper';
+  /**
+   * Our synthesis model id, the engine that speaks: `flite` (built in), `rhvoice` and `pico` (built in when their Debian
+   * packages are installed) or `piper` (a voice the user added).
+   */
+  model: 'flite' | 'rhvoice' | 'pico' | 'piper';
   sampleRate: number;
   gender: string;
   language: string[];
+  /** The voice's language and region (`en-US`, `de-DE`; a Piper voice's espeak voice), '' when unknown. */
+  locale: string;
   accent: string;
   description: string;
 }
 
 /** A synthesis engine of this server, its voices, and why it has none when it is missing. */
 export interface SpeechEngineInfo {
-  id: 'flite' | 'rhvoice' | 'piper';
+  id: 'flite' | 'rhvoice' | 'pico' | 'piper';
   voices: string[];
   missing?: string;
 }
@@ -60,6 +67,11 @@ export interface RegistryOptions {
    * looks under /usr/share/RHVoice, a string under that directory; false leaves them out.
    */
   rhvoice?: boolean | string;
+  /**
+   * SVOX Pico voices (en-US, en-GB, de-DE, es-ES, fr-FR, it-IT) when Debian's libttspico-data is installed: true
+   * (default) looks in /usr/share/pico/lang, a string in that directory; false leaves them out.
+   */
+  pico?: boolean | string;
   /**
    * Whisper beam width for whole-file recognition (default 5) and for live interims, live finals and agent turns
    * (default 1, greedy). On the Asterisk prompts beams=5 lowers WER from 4.78% to 4.36% and costs ~45 ms a prompt.
@@ -94,6 +106,8 @@ export class ModelRegistry implements Synthesizer {
   private readonly rhvoice: RhvoiceSynthesizer | null;
   /** Why there are no RHVoice voices, when there are none. */
   private readonly rhvoiceMissing: string | undefined;
+  private readonly pico: PicoSynthesizer | null;
+  private readonly picoMissing: string | undefined;
   private readonly piper = new Map<string, { dir: string; voice?: Promise<PiperVoice>; entry: VoiceEntry }>();
   private recognizerP: Promise<WhisperPool> | undefined;
   private vadP: Promise<SileroVadModel> | undefined;
@@ -107,21 +121,49 @@ export class ModelRegistry implements Synthesizer {
     const found = opts.rhvoice === false ? { voices: [], missing: 'switched off' } : findRhvoice(rhvoiceDir, () => void loadRhvoiceLibrary());
     this.rhvoice = found.voices.length ? new RhvoiceSynthesizer({ voices: found.voices, dataDir: rhvoiceDir, workers: opts.synthesisWorkers, nice: opts.workerNice }) : null;
     this.rhvoiceMissing = found.missing;
+    const picoDir = typeof opts.pico === 'string' ? opts.pico : PICO_LANG_DIR;
+    const pico = opts.pico === false ? { voices: [], missing: 'switched off' } : findPico(picoDir, () => void resolvePicoEngine());
+    this.pico = pico.voices.length ? new PicoSynthesizer({ voices: pico.voices, dir: picoDir, workers: opts.synthesisWorkers, nice: opts.workerNice }) : null;
+    this.picoMissing = pico.missing;
     this.defaultVoiceId = this.fallbackVoice('female');
   }
 
   /**
-   * The built-in voice that speaks for a voice id we do not have (a hosted one such as `nyah`): RHVoice's slt or bdl
-   * when installed, else Flite's slt or rms, by gender (see voice-defaults.ts).
+   * The built-in English voice for a gender (`male`; anything else female), the nearest by the voice table: RHVoice's
+   * slt or bdl when installed, else Flite's slt or rms (voice-table.ts).
    */
   fallbackVoice(gender: string | undefined): string {
-    return fallbackVoice(gender, (id) => FLITE_VOICES.some((v) => v.id === id) || !!this.rhvoice?.hasVoice(id));
+    return this.chooseVoice({ mode: 'agent', gender, language: 'en' }).voiceId;
+  }
+
+  /** Every voice as the voice table sees it (language, gender, accent). */
+  localVoices(): LocalVoice[] {
+    return this.voices().map((v) => ({ voiceId: v.voiceId, gender: v.gender, accent: v.accent, language: baseLanguage(v.locale) ?? '' }));
+  }
+
+  /**
+   * The voice that speaks a request (a voice id of ours or a hosted one, a language, a gender): see chooseVoice in
+   * voice-table.ts. Agents always get a voice; a TTS request may get the field that is wrong instead.
+   */
+  chooseVoice(req: VoiceRequest & { mode: 'agent' }): { voiceId: string };
+  chooseVoice(req: VoiceRequest): VoiceChoice;
+  chooseVoice(req: VoiceRequest): VoiceChoice {
+    const choice = chooseVoice(this.localVoices(), req);
+    // (An agent always finds an English voice: Flite's are always there.)
+    if (req.mode === 'agent' && !('voiceId' in choice)) return { voiceId: 'slt' };
+    return choice;
+  }
+
+  /** The languages some voice here speaks (ISO 639-1). */
+  languages(): string[] {
+    return [...new Set(this.localVoices().map((v) => v.language).filter(Boolean))].sort();
   }
 
   /** The synthesis engines, their voices, and why one has none (for the start-up log). */
   engines(): SpeechEngineInfo[] {
     return [
       { id: 'rhvoice', voices: this.rhvoice?.voices().map((v) => v.id) ?? [], ...(this.rhvoiceMissing ? { missing: this.rhvoiceMissing } : {}) },
+      { id: 'pico', voices: this.pico?.voices().map((v) => v.id) ?? [], ...(this.picoMissing ? { missing: this.picoMissing } : {}) },
       { id: 'flite', voices: FLITE_VOICES.map((v) => v.id) },
       { id: 'piper', voices: [...this.piper.keys()], ...(this.piper.size ? {} : { missing: 'no voices under <PARLEY_MODELS_DIR>/voices' }) },
     ];
@@ -130,13 +172,13 @@ export class ModelRegistry implements Synthesizer {
   /** Finds the user's voices; with `warm`, loads every built-in model now so first requests are fast. */
   async init(warm: boolean): Promise<void> {
     if (this.opts.modelsDir) await this.scanVoices(path.join(this.opts.modelsDir, 'voices'));
-    if (warm) await Promise.all([this.recognizer(), this.vad(), this.flite.warmup(), this.rhvoice?.warmup()]);
+    if (warm) await Promise.all([this.recognizer(), this.vad(), this.flite.warmup(), this.rhvoice?.warmup(), this.pico?.warmup()]);
   }
 
   private async scanVoices(dir: string): Promise<void> {
     const names = await readdir(dir).catch(() => [] as string[]);
     for (const name of names.sort()) {
-      if (!/^[A-Za-z0-9_-]{1,64}$/.test(name) || FLITE_VOICES.some((v) => v.id === name) || name.startsWith('rhvoice-')) continue;
+      if (!/^[A-Za-z0-9_-]{1,64}$/.test(name) || FLITE_VOICES.some((v) => v.id === name) || name.startsWith('rhvoice-') || name.startsWith('pico-')) continue;
       const voiceDir = path.join(dir, name);
       // Loaded now to read its sample rate and check it; sessions stay shared afterwards.
       const voice = PiperVoice.load(voiceDir);
@@ -146,7 +188,7 @@ export class ModelRegistry implements Synthesizer {
       this.piper.set(name, {
         dir: voiceDir,
         voice,
-        entry: { voiceId: name, displayName: name, model: 'piper', sampleRate: loaded.sampleRate, gender: '', language: [cfg.espeak?.voice ?? ''], accent: '', description: `Piper voice ${cfg.dataset ?? name}` },
+        entry: { voiceId: name, displayName: name, model: 'piper', sampleRate: loaded.sampleRate, gender: '', language: [cfg.espeak?.voice ?? ''], locale: cfg.espeak?.voice ?? '', accent: '', description: `Piper voice ${cfg.dataset ?? name}` },
       });
     }
   }
@@ -155,13 +197,14 @@ export class ModelRegistry implements Synthesizer {
     return [
       { id: STT_MODEL, kind: 'stt', aliases: STT_ALIASES, description: 'Whisper tiny.en (int8 ONNX), English speech recognition' },
       ...(this.rhvoice ? [{ id: 'rhvoice', kind: 'tts' as const, aliases: TTS_ALIASES, description: `RHVoice voices (${this.rhvoice.voices().map((v) => v.profile).join(', ')}; LGPL-2.1+), from the Debian package rhvoice-english` }] : []),
+      ...(this.pico ? [{ id: 'pico', kind: 'tts' as const, aliases: TTS_ALIASES, description: `SVOX Pico voices (${this.pico.voices().map((v) => v.locale).join(', ')}; engine Apache-2.0), language data from the Debian package libttspico-data` }] : []),
       { id: 'flite', kind: 'tts', aliases: TTS_ALIASES, description: 'Flite voices (kal, kal16, awb, rms, slt), built in' },
       ...(this.piper.size ? [{ id: 'piper', kind: 'tts' as const, aliases: TTS_ALIASES, description: 'Piper ONNX voices added under the models directory' }] : []),
       { id: 'silero-vad', kind: 'vad', aliases: [], description: 'Silero VAD (ONNX), voice activity' },
     ];
   }
 
-  /** Every voice, the default first: RHVoice's (when installed), Flite's, then the user's Piper voices. */
+  /** Every voice, the default first: RHVoice's (when installed), Flite's, SVOX Pico's (when installed), then the user's Piper voices. */
   voices(): VoiceEntry[] {
     const rhvoice: VoiceEntry[] = (this.rhvoice?.voices() ?? []).map((v: RhvoiceVoiceInfo) => ({
       voiceId: v.id,
@@ -170,6 +213,18 @@ export class ModelRegistry implements Synthesizer {
       sampleRate: RHVOICE_SAMPLE_RATE,
       gender: v.gender,
       language: ['english'],
+      locale: v.language,
+      accent: v.accent,
+      description: v.description,
+    }));
+    const pico: VoiceEntry[] = (this.pico?.voices() ?? []).map((v) => ({
+      voiceId: v.id,
+      displayName: v.id,
+      model: 'pico',
+      sampleRate: PICO_SAMPLE_RATE,
+      gender: v.gender,
+      language: [LANGUAGE_NAMES[baseLanguage(v.locale) ?? ''] ?? v.locale],
+      locale: v.locale,
       accent: v.accent,
       description: v.description,
     }));
@@ -180,10 +235,11 @@ export class ModelRegistry implements Synthesizer {
       sampleRate: v.sampleRate,
       gender: v.gender,
       language: ['english'],
+      locale: v.language,
       accent: v.language === 'en-GB' ? 'scottish' : 'american',
       description: v.description,
     }));
-    const all = [...rhvoice, ...flite, ...[...this.piper.values()].map((p) => p.entry)];
+    const all = [...rhvoice, ...flite, ...pico, ...[...this.piper.values()].map((p) => p.entry)];
     return all.sort((a, b) => Number(b.voiceId === this.defaultVoiceId) - Number(a.voiceId === this.defaultVoiceId));
   }
 
@@ -224,12 +280,14 @@ export class ModelRegistry implements Synthesizer {
     if (piper) return this.queue.run(async () => (await (piper.voice ??= PiperVoice.load(piper.dir))).synthesize(text, { speed }), kind, run);
     const rhvoice = this.rhvoice;
     if (rhvoice?.hasVoice(voiceId)) return this.queue.run(() => rhvoice.synthesize(text, { voice: voiceId, speed }), kind, run);
+    const pico = this.pico;
+    if (pico?.hasVoice(voiceId)) return this.queue.run(() => pico.synthesize(text, { voice: voiceId, speed }), kind, run);
     if (!this.flite.hasVoice(voiceId)) throw new UnknownVoiceError(`Unknown voice_id "${voiceId}"`);
     return this.queue.run(() => this.flite.synthesize(text, { voice: voiceId, speed }), kind, run);
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.flite.close(), this.rhvoice?.close()]);
+    await Promise.all([this.flite.close(), this.rhvoice?.close(), this.pico?.close()]);
     if (this.recognizerP) await (await this.recognizerP).close();
   }
 }

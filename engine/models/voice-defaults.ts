@@ -1,5 +1,6 @@
-// Which built-in voice speaks when none of ours was asked for (the server's default voice, an agent whose voice id is a
-// hosted one such as `nyah`): RHVoice's when it is installed, else Flite's; by gender, American English either way.
+// The preferred English voices by gender: RHVoice's when it is installed, else Flite's; American English either way. The
+// voice table (voice-table.ts) ranks these first among equally near voices, which makes them the server's default voice
+// and what a hosted id such as `nyah` speaks with in English.
 
 export const FALLBACK_VOICES = {
   /** RHVoice (Debian rhvoice-english): clearer than Flite; bdl rather than alan (Scottish) for the same accent as slt. */

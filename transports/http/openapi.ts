@@ -3,7 +3,7 @@
 import { zodToJsonSchema } from 'zod-to-json-schema';
 import { ZodType } from 'zod';
 import type { AuthMode, DocSchema, ErrorBody, RouteRecord } from './types.js';
-import { dictErrorBody, legacySttErrorBody, s2sUpgradeErrorBody, sttErrorBody, tokenErrorBody, ttsErrorBody } from '../routes/inference-errors.js';
+import { chatErrorBody, dictErrorBody, legacySttErrorBody, s2sUpgradeErrorBody, sttErrorBody, tokenErrorBody, ttsErrorBody } from '../routes/inference-errors.js';
 
 export interface OpenApiInfo {
   version: string;
@@ -67,6 +67,12 @@ const ERROR_SCHEMAS: Record<string, Json> = {
       { type: 'object', required: ['error'], properties: { error: message } },
     ],
   },
+  ChatCompletionError: {
+    description: 'OpenAI\'s error object under the inference API\'s `error` key.',
+    type: 'object',
+    required: ['error'],
+    properties: { error: { type: 'object', required: ['message', 'type'], properties: { message, type: message, param: { type: ['string', 'null'] }, code: { type: ['string', 'null'] } } } },
+  },
   TokenError: {
     description: 'Client faults (400, 413): `{status: "error", message, errors: [{code, message, path}]}`; other refusals `{error}`.',
     oneOf: [
@@ -92,6 +98,7 @@ const ERROR_BODIES = new Map<ErrorBody, string>([
   [tokenErrorBody, 'TokenError'],
   [s2sUpgradeErrorBody, 'InferenceError'],
   [dictErrorBody, 'PronunciationDictError'],
+  [chatErrorBody, 'ChatCompletionError'],
 ]);
 
 function errorComponent(route: RouteRecord): string {

@@ -77,3 +77,22 @@ export const dictErrorBody: ErrorBody = (err) => {
   if (err.status === 401) return { error: 'Unauthorized', message: text(err) };
   return { error: text(err) };
 };
+
+/** OpenAI's error `type` by status, for `POST /chat/completions`. */
+const CHAT_ERROR_TYPES: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'invalid_request_error',
+  413: 'invalid_request_error',
+  429: 'rate_limit_error',
+};
+
+/**
+ * `POST /chat/completions`: the inference API's `{error}`, holding OpenAI's error object so OpenAI clients read it:
+ * `{error: {message, type, param: null, code}}` (`code` from the error's data, else null).
+ */
+export const chatErrorBody: ErrorBody = (err) => {
+  const code = (err.options.data as { code?: unknown } | undefined)?.code;
+  return { error: { message: text(err), type: CHAT_ERROR_TYPES[err.status] ?? (err.status >= 500 ? 'server_error' : 'invalid_request_error'), param: null, code: typeof code === 'string' ? code : null } };
+};

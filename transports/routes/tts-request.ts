@@ -19,7 +19,10 @@ export const MAX_DICTS_PER_REQUEST = 20;
 
 export interface TtsParams {
   text: string;
+  /** The voice that speaks: `voice_id` when it is ours, else the voice the voice table maps it to (in `language`). */
   voiceId: string;
+  /** Its engine (`rhvoice`, `flite`, `pico`, `piper`). */
+  voiceModel: string;
   speed: number;
   sampleRate: number;
   format: OutputFormat;
@@ -51,9 +54,9 @@ const naming = (prefix: string) => ({ errorMap: (_issue: unknown, ctx: { data: u
 export const ttsBodySchema = z
   .object({
     text: z.string(says('required, a string')).max(MAX_TEXT_CHARS, `at most ${MAX_TEXT_CHARS} characters`).describe('Must not be empty.'),
-    voice_id: z.string(says('required')).min(1).describe('A voice of `GET /voice/get-all-models`.'),
+    voice_id: z.string(says('required')).min(1).describe('A voice of `GET /voice/get-all-models`, or a hosted voice id of the voice table (docs/models.md), which speaks as the nearest voice here.'),
     model: z.string(naming('unknown model')).optional(),
-    language: z.enum([...LANGUAGES] as [string, ...string[]], naming('unsupported code')).optional(),
+    language: z.enum([...LANGUAGES] as [string, ...string[]], naming('unsupported code')).optional().describe('The language of `text`: picks the voice when `voice_id` is a hosted one; refused (400) when no voice here speaks it, or when `voice_id` is ours and speaks another language. `auto`: the voice\'s own.'),
     speed: z.number(says('a number from 0.5 to 2')).min(0.5).max(2).nullish().describe('Default 1.'),
     sample_rate: z.union(rates, says(`one of ${TTS_SAMPLE_RATES.join(', ')}`)).nullish().describe('Default 44100.'),
     output_format: z.enum(OUTPUT_FORMATS, says(`one of ${OUTPUT_FORMATS.join(', ')}`)).nullish().describe('Default: from the Accept header, else pcm.'),
@@ -72,19 +75,26 @@ export function parseTts(body: unknown, registry: ModelRegistry, opts: { textMay
   const text = checkField(field, 'text', b.text, problems);
   if (text.ok && !opts.textMayBeEmpty && !(text.data as string).trim()) problems.push('text: must not be empty');
   const voiceId = checkField(field, 'voice_id', b.voice_id, problems);
-  if (voiceId.ok && !registry.voice(voiceId.data as string)) problems.push(`voice_id: unknown voice "${voiceId.data as string}" (see GET /voice/get-all-models)`);
+  const language = checkField(field, 'language', b.language, problems);
+  // The voice that speaks, from voice_id and language together (a hosted id maps to the nearest voice of the language).
+  let voice: string | undefined;
+  if (voiceId.ok && language.ok) {
+    const choice = registry.chooseVoice({ voiceId: voiceId.data as string, language: language.data as string | undefined, mode: 'request' });
+    if ('voiceId' in choice) voice = choice.voiceId;
+    else problems.push(choice.message);
+  }
   const model = checkField(field, 'model', b.model, problems);
   if (model.ok && model.data !== undefined && !isTtsModel(model.data, registry)) problems.push(`model: unknown model ${JSON.stringify(b.model)}`);
   const sampleRate = checkField(field, 'sample_rate', b.sample_rate, problems).data ?? 44100;
   const speed = checkField(field, 'speed', b.speed, problems).data ?? 1;
-  checkField(field, 'language', b.language, problems);
   const format = checkField(field, 'output_format', b.output_format, problems).data ?? formatFromAccept(opts.acceptHeader) ?? 'pcm';
   for (const id of ['session_id', 'request_id'] as const) checkField(field, id, b[id], problems);
   const dictIds = checkField(field, 'pronunciation_dicts', b.pronunciation_dicts, problems).data ?? [];
   if (problems.length) throw inferenceError(400, problems.join('; '));
   return {
     text: text.data as string,
-    voiceId: voiceId.data as string,
+    voiceId: voice as string,
+    voiceModel: registry.voice(voice as string)?.model ?? '',
     speed,
     sampleRate,
     format,
@@ -123,5 +133,8 @@ export function correlationHeaders(p: TtsParams): Record<string, string> {
     'X-Request-Id': randomUUID(),
     'X-External-Session-Id': p.sessionId ?? '',
     'X-External-Request-Id': p.requestId ?? '',
+    // Ours: the voice that spoke (after the voice table and `language`) and its engine.
+    'X-Voice-Id': p.voiceId,
+    'X-Voice-Model': p.voiceModel,
   };
 }

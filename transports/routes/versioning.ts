@@ -32,7 +32,7 @@ export function versioningRoutes(server: HttpServer, prefix: string, ctx: RouteC
     return ok({ discarded: true });
   }, { ...auth, doc: d('Discard the draft') });
   server.route('POST', `${b}/draft/publish`, async (req) =>
-    published(await ctx.publish.publish(actorOf(req), req.params.id as string, req.params.branchId as string, req.body.length ? req.json() : undefined)), { ...auth, doc: d('Publish the draft as a revision', { body: { schema: publishBody, required: false }, response: { status: 200, also: [202], description: '200 with the revision (state committed), or 202 with only the state (scanning) while the security scan runs (poll the revision).' } }) });
+    published(await ctx.publish.publish(actorOf(req), req.params.id as string, req.params.branchId as string, req.body.length ? req.json() : undefined)), { ...auth, doc: d('Publish the draft as a revision', { body: { schema: publishBody, required: false }, response: { status: 200, also: [202], description: '200 with the revision (state committed), or 202 with only the state (scanning) while the security scan runs (poll the revision). Either may carry `warnings`: what the revision will not do on this server (for example an `slmModel` that no configured language model answers: its calls would end `llm_not_configured`).' } }) });
   server.route('POST', `${b}/draft/publish/cancel`, async (req) => {
     await ctx.publish.cancel(actorOf(req), req.params.id as string, req.params.branchId as string);
     return ok({ cancelled: true });
@@ -44,7 +44,7 @@ export function versioningRoutes(server: HttpServer, prefix: string, ctx: RouteC
   server.route('GET', `${b}/revisions/:revisionId/history`, async (req) =>
     ok(await revisionHistory(ctx.db, actorOf(req), req.params.id as string, req.params.branchId as string, req.params.revisionId as string)), { ...auth, doc: d('The draft edits that made a revision') });
   server.route('POST', `${b}/revisions/:revisionId/restore`, async (req) =>
-    published(await ctx.publish.restore(actorOf(req), req.params.id as string, req.params.branchId as string, req.params.revisionId as string, req.body.length ? req.json() : undefined)), { ...auth, doc: d('Restore a revision (publishes it again as the head)', { body: { schema: publishBody, required: false }, response: { status: 200, also: [202], description: '200 with the revision (state committed), or 202 with only the state (scanning) while the security scan runs.' } }) });
+    published(await ctx.publish.restore(actorOf(req), req.params.id as string, req.params.branchId as string, req.params.revisionId as string, req.body.length ? req.json() : undefined)), { ...auth, doc: d('Restore a revision (publishes it again as the head)', { body: { schema: publishBody, required: false }, response: { status: 200, also: [202], description: '200 with the revision (state committed), or 202 with only the state (scanning) while the security scan runs; `warnings` as on publish.' } }) });
   server.route('POST', `${b}/revisions/:revisionId/scan`, async (req) =>
     published(await ctx.publish.retryScan(actorOf(req), req.params.id as string, req.params.branchId as string, req.params.revisionId as string, req.body.length ? req.json() : undefined)), { ...auth, doc: d("Retry a revision's failed security scan", { body: { schema: retryScanBody, required: false }, response: { status: 202 } }) });
 

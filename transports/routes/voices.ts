@@ -6,7 +6,8 @@ import type { ModelRegistry, VoiceEntry } from '../../engine/models/registry.js'
 import { isTtsModel } from './tts-request.js';
 import { ttsErrorBody } from './inference-errors.js';
 
-const tags = (v: VoiceEntry) => ({ language: v.language, accent: v.accent, gender: v.gender, age: '', emotions: [], usecases: ['conversational'] });
+/** The hosted shape's tags, plus our `locale` (`de-DE`): what the voice table (docs/models.md) chooses by. */
+const tags = (v: VoiceEntry) => ({ language: v.language, locale: v.locale, accent: v.accent, gender: v.gender, age: '', emotions: [], usecases: ['conversational'] });
 
 export function voiceRoutes(server: HttpServer, prefix: string, registry: ModelRegistry): void {
   const options = { auth: 'inference' as const, maxBodyBytes: 0, errorBody: ttsErrorBody };
@@ -34,7 +35,7 @@ export function voiceRoutes(server: HttpServer, prefix: string, registry: ModelR
     const model = req.params.model as string;
     if (!isTtsModel(model, registry)) throw inferenceError(400, `Unknown model "${model}"`);
     // Our own ids list their own voices; the aliases existing clients use list every built-in voice.
-    const voices = registry.voices().filter((v) => (model === 'flite' || model === 'rhvoice' || model === 'piper' ? v.model === model : true));
+    const voices = registry.voices().filter((v) => (['flite', 'rhvoice', 'pico', 'piper'].includes(model) ? v.model === model : true));
     return { status: 200, body: { voices: voices.map((v) => ({ voiceId: v.voiceId, displayName: v.displayName, tags: tags(v), ...mark(v) })) } };
   }, { ...options, doc: d("A model's voices", { response: { description: '`{voices}`.', schema: { type: 'object', properties: { voices: { type: 'array', items: { type: 'object' } } } } }, errors: [400] }) });
 }

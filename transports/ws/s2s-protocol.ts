@@ -8,26 +8,15 @@ export type S2sModel = (typeof S2S_MODELS)[number];
 export const CURRENT_MODEL: S2sModel = 'hydra-v1.1';
 export const DEFAULT_VOICE = 'sterling';
 
-/** Hydra voice name -> built-in Flite voice, per model. */
-export const S2S_VOICES: Record<S2sModel, Record<string, string>> = {
-  'hydra-v1.1': { zoe: 'slt', maya: 'slt', elena: 'slt', ivy: 'slt', grace: 'slt', aria: 'slt', alex: 'rms', leo: 'kal16', sam: 'awb', kai: 'rms' },
-  'hydra-v1.0': {
-    vaughn: 'rms',
-    brooks: 'kal16',
-    cole: 'awb',
-    hayes: 'rms',
-    pierce: 'kal16',
-    sterling: 'rms',
-    ellis: 'awb',
-    lane: 'slt',
-    quinn: 'slt',
-    arden: 'kal16',
-    rowan: 'awb',
-    blair: 'slt',
-    emery: 'slt',
-    sawyer: 'kal',
-  },
-  hydra: { wren: 'slt', sloane: 'slt', marlowe: 'slt', reed: 'rms', knox: 'kal16', tate: 'awb' },
+/**
+ * The voice names each model offers. What each sounds like (gender, accent) is in the one voice table,
+ * HOSTED_VOICES in engine/models/voice-table.ts (docs/models.md, "Voices and languages"); the registry picks the
+ * nearest voice this server has for it (RHVoice when installed, else Flite).
+ */
+export const S2S_VOICES: Record<S2sModel, readonly string[]> = {
+  'hydra-v1.1': ['zoe', 'maya', 'elena', 'ivy', 'grace', 'aria', 'alex', 'leo', 'sam', 'kai'],
+  'hydra-v1.0': ['vaughn', 'brooks', 'cole', 'hayes', 'pierce', 'sterling', 'ellis', 'lane', 'quinn', 'arden', 'rowan', 'blair', 'emery', 'sawyer'],
+  hydra: ['wren', 'sloane', 'marlowe', 'reed', 'knox', 'tate'],
 };
 
 const MAX_TOOLS = 128;

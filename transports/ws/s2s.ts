@@ -13,8 +13,8 @@
 //   Audio before `session.configured` is dropped without validation or reply.
 // - Voices: the model's own voice table plus the documented default `sterling` (accepted on every model). Anything
 //   else -> `error` invalid_request_error, param `session.configure.session.voice` (the spec's side of the
-//   inconsistency). Hydra names map to a fixed Flite voice (S2S_VOICES in s2s-protocol.ts): female-sounding names -> slt (our only
-//   female voice), male and neutral names spread over rms / kal16 / awb / kal.
+//   inconsistency). Each hydra name speaks as the nearest voice here by the voice table (HOSTED_VOICES in
+//   engine/models/voice-table.ts: gender and accent): RHVoice's when installed, else Flite's.
 // - Instructions are the system prompt verbatim (no `{{variable}}` rendering). Tools become functions of the model;
 //   `session.update` replaces the list in place (the brain reads it at every request). A patch equal to the current
 //   tools, or without `tools`, is a no-op and gets no frame.
@@ -382,9 +382,10 @@ class S2sConnection implements WsSession {
     }
     const voice = raw.voice === undefined ? DEFAULT_VOICE : raw.voice;
     const table = S2S_VOICES[this.model];
-    const flite = typeof voice === 'string' ? (table[voice] ?? (voice === DEFAULT_VOICE ? S2S_VOICES['hydra-v1.0'][DEFAULT_VOICE] : undefined)) : undefined;
-    if (typeof voice !== 'string' || !flite) {
-      return fail(`${P}.voice`, `${P}.voice: unknown voice ${JSON.stringify(voice)} for ${this.model} (one of ${Object.keys(table).join(', ')})`);
+    // The model's names and the default; each speaks as the nearest voice here (the voice table, voice-table.ts).
+    const spoken = typeof voice === 'string' && (table.includes(voice) || voice === DEFAULT_VOICE) ? this.deps.registry.chooseVoice({ voiceId: voice, mode: 'request' }) : undefined;
+    if (typeof voice !== 'string' || !spoken || !('voiceId' in spoken)) {
+      return fail(`${P}.voice`, `${P}.voice: unknown voice ${JSON.stringify(voice)} for ${this.model} (one of ${table.join(', ')})`);
     }
     let tools: WireTool[] = [];
     if (raw.tools !== undefined) {
@@ -404,7 +405,7 @@ class S2sConnection implements WsSession {
       void pronunciationRules(this.deps.db, this.auth, dicts as string[]).then(
         (rules) => {
           this.configuring = false;
-          if (!this.closing) this.begin(llm, flite, voice, tools, instructions, generate, rules);
+          if (!this.closing) this.begin(llm, spoken.voiceId, voice, tools, instructions, generate, rules);
         },
         (err: unknown) => {
           this.configuring = false;
@@ -413,11 +414,11 @@ class S2sConnection implements WsSession {
       );
       return;
     }
-    this.begin(llm, flite, voice, tools, instructions, generate);
+    this.begin(llm, spoken.voiceId, voice, tools, instructions, generate);
   }
 
   /** Starts the configured session (`rules`: what its words are said as). */
-  private begin(llm: LlmEndpoint, flite: string, voice: string, tools: WireTool[], instructions: string, generate: boolean, rules?: SpeechTextRules): void {
+  private begin(llm: LlmEndpoint, localVoice: string, voice: string, tools: WireTool[], instructions: string, generate: boolean, rules?: SpeechTextRules): void {
     this.functions.splice(0, this.functions.length, ...tools.map(toFunction));
     this.brain = new S2sBrain({ endpoint: llm, tools: this.functions }, instructions, {
       current: () => this.resp,
@@ -430,7 +431,7 @@ class S2sConnection implements WsSession {
     this.session = new AgentSession({
       mode: 'webcall',
       conversationType: 'webcall',
-      spec: { ...s2sSpec(flite, instructions), speechText: rules },
+      spec: { ...s2sSpec(localVoice, instructions), speechText: rules },
       brain: this.brain,
       variables: {},
       models: registryModels(this.deps.registry),

@@ -7,6 +7,8 @@ import type { SystemTools } from './llm-tools.js';
 
 export interface LlmBrainOptions {
   endpoint: LlmEndpoint;
+  /** The name the call record gives the model (`modelName`); default the endpoint's model id. */
+  modelName?: string;
   /** Rendered with the call's variables at every request. */
   systemPrompt: string;
   firstMessage?: string;
@@ -87,7 +89,7 @@ export class LlmBrain implements Brain {
   private readonly timeoutMs: number;
 
   constructor(private readonly opts: LlmBrainOptions) {
-    this.modelName = opts.endpoint.model;
+    this.modelName = opts.modelName ?? opts.endpoint.model;
     this.fetchImpl = opts.fetchImpl ?? fetch;
     this.timeoutMs = opts.timeoutMs ?? 15_000;
   }
