@@ -1,5 +1,4 @@
-// A pool of synthesis worker threads speaking one job at a time each (SVOX Pico's; the RHVoice pool in rhvoice/index.ts
-// is the same shape). A worker posts `{ready: true}` or `{ready: false, error}` once it has loaded, then answers each
+// A pool of synthesis worker threads speaking one job at a time each (SVOX Pico's and RHVoice's). A worker posts `{ready: true}` or `{ready: false, error}` once it has loaded, then answers each
 // `{id, ...job}` with `{id, result}` or `{id, error}`. Workers start at the first job or at warmup, are referenced while
 // they start or speak and unref'd while idle; one that fails to start fails the waiting jobs, one that crashes later is
 // replaced for the jobs that wait.

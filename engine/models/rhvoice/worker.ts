@@ -26,7 +26,7 @@ parentPort?.on('message', (msg: { id: number; text: string; profile: string; spe
   try {
     if (!engine) throw new Error('RHVoice engine did not start');
     const speech = engine.speak(msg.text, msg.profile, msg.speed);
-    parentPort?.postMessage({ id: msg.id, speech }, [speech.samples.buffer as ArrayBuffer]);
+    parentPort?.postMessage({ id: msg.id, result: speech }, [speech.samples.buffer as ArrayBuffer]);
   } catch (err) {
     parentPort?.postMessage({ id: msg.id, error: err instanceof Error ? err.message : String(err) });
   }
