@@ -135,6 +135,11 @@ export class LiveEvents {
     await this.bus?.start((msg) => this.received(msg));
   }
 
+  /** Whether anyone wants a call's events now: a subscriber on this server, or another server watching it. */
+  wants(callId: string): boolean {
+    return this.subs.has(callId) || this.watched.has(callId);
+  }
+
   /** Publishes one event of a call: to this server's subscribers, and to the others' when they watch it. */
   publish(event: LiveEvent): void {
     this.deliver(event);
@@ -247,8 +252,9 @@ export class CallFeed {
     hub.attach(callId);
   }
 
+  /** One event, built only when someone listens (transcript and reply deltas come many times a turn). */
   private send(type: string, fields: Record<string, unknown> = {}): void {
-    if (this.ended) return;
+    if (this.ended || !this.hub.wants(this.callId)) return;
     this.hub.publish(liveEvent(this.callId, type, fields));
   }
 
@@ -264,7 +270,7 @@ export class CallFeed {
   /** The call is over: `call_end` with its status, then the stream closes. */
   end(status: string, reason: string): void {
     this.send('call_end', { status, metadata: { endReason: reason } });
-    this.hub.publish(closeEvent(this.callId, 'call_ended'));
+    if (this.hub.wants(this.callId)) this.hub.publish(closeEvent(this.callId, 'call_ended'));
     this.ended = true;
     this.hub.detach(this.callId);
   }

@@ -191,7 +191,7 @@ export class InboundCalls {
       // The agent's pre-call API while the caller hears ringing, so the answer is not followed by silence while it
       // runs. Past the ringing timeout the call is answered anyway and the agent waits for the rest (its own timeout).
       const newId = this.deps.runtime.newCallId();
-      const preCall = resolved ? this.deps.runtime.preCall({ resolved, type: 'telephony_inbound', callId: newId, variables: {}, fromNumber: caller, toNumber: called ?? undefined }) : null;
+      const preCall = resolved && !req.canceled ? this.deps.runtime.preCall({ resolved, type: 'telephony_inbound', callId: newId, variables: {}, fromNumber: caller, toNumber: called ?? undefined }) : null;
       if (preCall) await withTimeout(Promise.race([preCall, canceled]), Math.max(0, ringingUntil - performance.now()));
       // Calls that end before the answer are recorded too (status cancelled or no_answer, with their events).
       const unanswered = (status: 'cancelled' | 'no_answer', reason: string) =>

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { serverForSuite } from './support/suite.js';
 import { werOf } from './support/speech.js';
-import { AgentCaller, connectUrl, endedCall } from './support/agent-client.js';
+import { agentGreeting } from './support/agent-client.js';
 import { PICO_INSTALLED, PICO_SKIP_NOTE } from './support/pico.js';
 import { RHVOICE_INSTALLED } from './support/rhvoice.js';
 
@@ -159,17 +159,7 @@ describe('SVOX Pico voices and language through the server', () => {
       language: { default: 'de', supported: ['de'] },
       synthesizer: { voiceConfig: { voiceId: 'nyah', gender: 'male' } },
     };
-    const created = await suite.server.request('POST', `${A}/agent`, { body });
-    expect(created.status, created.text).toBe(201);
-    const c = new AgentCaller(connectUrl(suite.server, { token: suite.server.key, agent_id: created.body.data as string, sample_rate: String(RATE) }), RATE);
-    await c.opened;
-    const session = await c.waitFor((f) => f.type === 'session.created');
-    c.startMic();
-    await c.agentTurn(0);
-    const audio = c.audioBetween();
-    c.close();
-    await c.closed;
-    const call = await endedCall(suite.server, session.call_id as string);
+    const { audio, call } = await agentGreeting(suite.server, body, RATE);
     // The German voice (Pico's is female: the language wins over the configured gender), named as it spoke.
     expect(call.voiceConfigUsed).toEqual({ model: 'pico', voiceId: 'pico-de-DE', gender: 'female' });
     // The agent's audio is that voice's: about as long as POST /tts makes it for the greeting.

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { serverForSuite } from './support/suite.js';
 import { werOf } from './support/speech.js';
-import { AgentCaller, connectUrl, endedCall } from './support/agent-client.js';
+import { agentGreeting } from './support/agent-client.js';
 import { RHVOICE_INSTALLED, RHVOICE_SKIP_NOTE } from './support/rhvoice.js';
 
 const W = '/waves/v1';
@@ -96,17 +96,7 @@ describe.skipIf(!RHVOICE_INSTALLED)(`RHVoice voices through the server${RHVOICE_
   /** Calls an agent, lets it greet, hangs up: the greeting's audio and the call record. */
   async function greet(voiceConfig: Record<string, unknown> | undefined, greeting: string): Promise<{ audio: Buffer; call: any }> {
     const body = { name: 'rhvoice agent', workflowType: 'workflow_graph', workflowGraph: { startNodeId: 'end', nodes: [{ id: 'end', type: 'say', text: 'Goodbye.' }], edges: [] }, firstMessage: greeting, ...(voiceConfig ? { synthesizer: { voiceConfig } } : {}) };
-    const created = await suite.server.request('POST', `${A}/agent`, { body });
-    expect(created.status, created.text).toBe(201);
-    const c = new AgentCaller(connectUrl(suite.server, { token: suite.server.key, agent_id: created.body.data as string, sample_rate: String(RATE) }), RATE);
-    await c.opened;
-    const session = await c.waitFor((f) => f.type === 'session.created');
-    c.startMic();
-    await c.agentTurn(0);
-    const audio = c.audioBetween();
-    c.close();
-    await c.closed;
-    return { audio, call: await endedCall(suite.server, session.call_id as string) };
+    return agentGreeting(suite.server, body, RATE);
   }
 
   it('agents speak RHVoice: a configured RHVoice voice, and the hosted default voice (nyah) as RHVoice slt; voiceConfigUsed names the voice and engine', async () => {

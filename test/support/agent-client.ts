@@ -205,3 +205,21 @@ export async function endedCall(server: TestServer, callId: string): Promise<any
   }
   throw new Error(`conversation ${callId} did not end`);
 }
+
+/**
+ * Creates the agent `body` describes, calls it on the agent WebSocket at `rate` Hz, lets it say its first message and
+ * hangs up: the greeting's audio and the ended call's record.
+ */
+export async function agentGreeting(server: TestServer, body: Record<string, unknown>, rate: number): Promise<{ audio: Buffer; call: any }> {
+  const created = await server.request('POST', '/atoms/v1/agent', { body });
+  if (created.status !== 201) throw new Error(`agent not created: ${created.status} ${created.text}`);
+  const c = new AgentCaller(connectUrl(server, { token: server.key, agent_id: created.body.data as string, sample_rate: String(rate) }), rate);
+  await c.opened;
+  const session = await c.waitFor((f) => f.type === 'session.created');
+  c.startMic();
+  await c.agentTurn(0);
+  const audio = c.audioBetween();
+  c.close();
+  await c.closed;
+  return { audio, call: await endedCall(server, session.call_id as string) };
+}
