@@ -21,6 +21,7 @@ import { registryModels } from '../engine/models/turn-models.js';
 import { agentSpec } from './agent-spec.js';
 import type { AgentMetrics } from './agent-metrics.js';
 import { createBrain, llmEndpoint, LLM_NOT_CONFIGURED } from './brains.js';
+import { LANGUAGE_UNSUPPORTED, voiceCallLanguageProblem } from './call-language.js';
 import type { LlmModels } from './llm-models.js';
 import { deterministicAnalytics, llmAnalytics, type CallAnalytics } from './analytics.js';
 import { CallEvents } from './events.js';
@@ -147,6 +148,8 @@ export class CallRuntime {
   preCall(call: Pick<StartCall, 'resolved' | 'type' | 'variables' | 'fromNumber' | 'toNumber'> & { callId: string }): Promise<PreCallResult | null> {
     const { resolved } = call;
     const spec = agentSpec(resolved.agent.id, resolved.workflowType, resolved.config, this.deps.registry);
+    // Phone calls are voice calls: one its agent's languages refuse (start() ends it) asks nothing of the CRM.
+    if (voiceCallLanguageProblem(spec.languageDefault, spec.languagesSupported, this.deps.registry.localVoices())) return Promise.resolve(null);
     return runPreCall(resolved.config.preCallAPI, this.variablesOf(spec, call, call.callId), this.preCallOptions(resolved.agent.org_id));
   }
 
@@ -203,9 +206,12 @@ export class CallRuntime {
     if (spec.backgroundSound) await prepareAmbience(spec.backgroundSound, call.outputRate);
     const conversationType = CONVERSATION_TYPE[call.type];
     const variables = this.variablesOf(spec, call, callId);
+    // A voice call in languages this server cannot speak or hear is refused at start (calls/call-language.ts).
+    const languageProblem = call.mode === 'webcall' ? voiceCallLanguageProblem(spec.languageDefault, spec.languagesSupported, registry.localVoices()) : undefined;
+    if (languageProblem) logger.warn({ callId, agentId, code: LANGUAGE_UNSUPPORTED, reason: languageProblem }, 'voice call refused: the agent\'s language cannot be served here');
     // The pre-call API, before the agent speaks: its variables fill the call's (the first message may use them). A
     // machine that answered gets the agent's message only, so what a pre-call started while ringing found is not used.
-    const preCall = call.leaveMessage !== undefined ? null : await (call.preCall ?? runPreCall(resolved.config.preCallAPI, variables, this.preCallOptions(orgId)));
+    const preCall = call.leaveMessage !== undefined || languageProblem ? null : await (call.preCall ?? runPreCall(resolved.config.preCallAPI, variables, this.preCallOptions(orgId)));
     if (preCall) {
       Object.assign(variables, preCall.variables);
       if (!preCall.outcome.ok) logger.info({ callId, error: preCall.outcome.error, status: preCall.outcome.status }, 'pre-call API failed; the call goes on with its defaults');
@@ -336,7 +342,7 @@ export class CallRuntime {
             const endedAt = new Date();
             metrics.closed(call.mode, event.reason);
             const final = {
-              status: event.reason === 'error' || event.reason === LLM_NOT_CONFIGURED ? ('failed' as const) : ('completed' as const),
+              status: event.reason === 'error' || event.reason === LLM_NOT_CONFIGURED || event.reason === LANGUAGE_UNSUPPORTED ? ('failed' as const) : ('completed' as const),
               // A message left on a machine ends with the verdict (campaigns retry those: nobody was reached).
               endReason: call.leaveMessage !== undefined && event.reason === 'ended' && answeredBy ? answeredBy : event.reason,
               ...(answeredBy ? { answeredBy } : {}),
@@ -400,7 +406,8 @@ export class CallRuntime {
     };
     writer = new CallRecordWriter(db, callId, session.transcript, logger);
     if (answeredBy) writer.update({ answeredBy, metrics: { ...callFacts, turns: [] } });
-    session.start();
+    if (languageProblem) session.fail(languageProblem, LANGUAGE_UNSUPPORTED);
+    else session.start();
     return { callId, session, finished, extendRecording };
   }
 

@@ -6,6 +6,7 @@ import { RateLimiter } from '../control-plane/auth/rate-limit.js';
 import { ScanRunner } from '../control-plane/agents/scan-runner.js';
 import { PublishService } from '../control-plane/agents/publish.js';
 import { LlmModels, modelWarnings } from '../calls/llm-models.js';
+import { languageWarnings } from '../calls/call-language.js';
 import { chatCompletionRoutes } from '../transports/routes/chat-completions.js';
 import { HttpServer } from '../transports/http/server.js';
 import { HttpMetrics } from '../transports/http/metrics.js';
@@ -109,7 +110,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   if (settings.llmModels.length || settings.llm) {
     logger.info({ models: settings.llmModels.map((m) => ({ name: m.name, model: m.model, host: new URL(m.baseUrl).host })), default: settings.llm?.model ?? null, ...(settings.llmModelsFile ? { file: settings.llmModelsFile } : {}) }, 'language models');
   }
-  const publish = new PublishService(store.db, scanner, settings.scanBudgetMs, logger, (workflowType, config) => modelWarnings(workflowType, config, llmModels));
+  const publish = new PublishService(store.db, scanner, settings.scanBudgetMs, logger, (workflowType, config) => [...modelWarnings(workflowType, config, llmModels), ...languageWarnings(config, registry.localVoices())]);
   const metrics = new HttpMetrics();
   const sessions = new BrowserSessions(store.db, keys, settings.sessionTtlSeconds);
   // The outbound dialer's INVITE slots: a request does not start right before one (a burst of POSTs kept them late).

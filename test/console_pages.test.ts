@@ -12,6 +12,7 @@ import { CHROMIUM, launchBrowser, screenshotDeviation, type TestBrowser } from '
 import { testDialects } from './support/server.js';
 import { serverForSuite } from './support/suite.js';
 import { WebhookReceiver } from './support/webhook-receiver.js';
+import { PICO_INSTALLED } from './support/pico.js';
 
 const A = '/atoms/v1';
 /** Chromium's own log lines about HTTP answers the pages expect (the refusals this file provokes): not our script's errors. */
@@ -175,8 +176,14 @@ describe.skipIf(!existsSync(CHROMIUM))('console pages in Chromium', () => {
     const refused = page.locator('.sample [role=alert]');
     await sample.filter({ hasText: /^Sample played/ }).or(refused).waitFor({ timeout: 45_000 });
     expect(await refused.count(), (await refused.allTextContents()).join('; ')).toBe(0);
-    const played = Number(/\(([\d.]+) s, voice kal16\)/.exec((await sample.textContent()) ?? '')?.[1]);
-    expect(played).toBeGreaterThan(1);
+    // The voice a call of this agent would speak with: kal16 speaks English, so a Spanish agent's calls (and its
+    // sample) use the Spanish voice where Pico is installed; without it no voice speaks Spanish, and the note says
+    // that its voice calls are refused.
+    const note = (await sample.textContent()) ?? '';
+    const [, seconds, voice] = /^Sample played \(([\d.]+) s, voice (\S+)/.exec(note) ?? [];
+    expect(Number(seconds), note).toBeGreaterThan(1);
+    if (PICO_INSTALLED) expect(note).toMatch(/voice pico-es-ES \(“kal16” does not speak “es”\)\)$/);
+    else expect([voice, note]).toEqual(['kal16', expect.stringContaining('voice calls of this agent are refused here: no voice here speaks')]);
     page.off('response', onResponse);
     expect(seen.map((s) => [s.url, s.status])).toEqual([
       [`${A}/auth/session/access-token`, 201],

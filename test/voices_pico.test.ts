@@ -3,12 +3,14 @@
 // languages are checked for audible speech of plausible length and the voice named in the response), `language`
 // refusals (400 naming the field, never silent English), the SSE and WebSocket streams, and an agent whose
 // language.default is `de` speaking the German voice (voiceConfigUsed). The Pico parts skip, saying why, where Debian's
-// libttspico-data is not installed (.ci/run installs it); the refusals run everywhere.
+// libttspico-data is not installed (.ci/run installs it); the refusals run everywhere, and so do voice calls of agents
+// in languages this server cannot speak or hear: refused at start (language_unsupported), with a publish warning.
 import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { serverForSuite } from './support/suite.js';
 import { werOf } from './support/speech.js';
-import { agentGreeting } from './support/agent-client.js';
+import { AgentCaller, agentGreeting, connectUrl, endedCall } from './support/agent-client.js';
+import { mainBranchId, publish, putDraft } from './support/agents.js';
 import { PICO_INSTALLED, PICO_SKIP_NOTE } from './support/pico.js';
 import { RHVOICE_INSTALLED } from './support/rhvoice.js';
 
@@ -149,6 +151,55 @@ describe('SVOX Pico voices and language through the server', () => {
     expect(Math.abs(pcm.length - direct.length) / direct.length).toBeLessThan(0.2);
   });
 
+  it('a voice call of an agent whose languages cannot be spoken or heard here is refused at start; its chat works; publish warns', async () => {
+    const s = suite.server;
+    const graph = { startNodeId: 'end', nodes: [{ id: 'end', type: 'say', text: 'Goodbye.' }], edges: [] };
+    const make = async (language: Record<string, unknown>) => {
+      const res = await s.request('POST', `${A}/agent`, { body: { name: `agent ${JSON.stringify(language)}`, workflowType: 'workflow_graph', workflowGraph: graph, firstMessage: 'Hello there.', language } });
+      expect(res.status, res.text).toBe(201);
+      return res.body.data as string;
+    };
+    const refusedCall = async (agentId: string) => {
+      const c = new AgentCaller(connectUrl(s, { token: s.key, agent_id: agentId, sample_rate: String(RATE) }), RATE);
+      await c.opened;
+      const created = await c.waitFor((f) => f.type === 'session.created');
+      const err = await c.waitFor((f) => f.type === 'error');
+      expect((await c.waitFor((f) => f.type === 'session.closed')).reason).toBe('language_unsupported');
+      await c.closed;
+      // Nothing was said: no agent audio, no agent turn.
+      expect(c.frames.filter((f) => f.type === 'output_audio.delta' || f.type === 'agent_start_talking')).toEqual([]);
+      const record = await endedCall(s, created.call_id as string);
+      expect(record).toMatchObject({ status: 'failed', endReason: 'language_unsupported', callFailureReason: 'language_unsupported' });
+      expect(record.transcript).toEqual([]);
+      await s.waitForLog(new RegExp(`"level":40.*"callId":"${created.call_id}".*"code":"language_unsupported"`));
+      return err;
+    };
+    // Hindi: no voice here speaks it.
+    const hindi = await make({ default: 'hi', supported: ['hi', 'en'] });
+    const noVoice = await refusedCall(hindi);
+    expect(noVoice).toMatchObject({ code: 'language_unsupported', message: expect.stringContaining('no voice here speaks the agent\'s language.default "hi"') });
+    // German only: spoken by Pico where installed, but never heard (recognition is English); without Pico, not spoken.
+    const german = await make({ default: 'de', supported: ['de'] });
+    const deOnly = await refusedCall(german);
+    expect(deOnly.message).toContain(PICO_INSTALLED ? 'speech recognition here is English only' : 'no voice here speaks');
+    // A chat session needs neither voice nor recognition: it runs.
+    const chat = new AgentCaller(connectUrl(s, { token: s.key, agent_id: hindi, mode: 'chat' }), RATE);
+    await chat.opened;
+    expect((await chat.agentTurn(0)).text).toBe('Hello there.');
+    chat.close();
+    await chat.closed;
+    // Publishing warns; an English agent publishes without a warning.
+    const main = await mainBranchId(s, hindi);
+    expect((await putDraft(s, hindi, main, { firstMessage: 'Namaste.' })).status).toBe(200);
+    const published = await publish(s, hindi, main);
+    expect(published.status, published.text).toBe(200);
+    expect(published.body.data.warnings).toEqual([expect.stringContaining('voice calls of this agent are refused at start with endReason language_unsupported')]);
+    const english = await make({ default: 'en', supported: ['en'] });
+    const englishMain = await mainBranchId(s, english);
+    expect((await putDraft(s, english, englishMain, { firstMessage: 'Hi.' })).status).toBe(200);
+    expect((await publish(s, english, englishMain)).body.data.warnings).toBeUndefined();
+  }, 60_000);
+
   it.skipIf(!PICO_INSTALLED)(`an agent whose language.default is de speaks the German voice; voiceConfigUsed names it${PICO_SKIP_NOTE}`, async () => {
     const greeting = 'Vielen Dank für Ihren Anruf bei der Stadtbibliothek. Wie kann ich Ihnen helfen?';
     const body = {
@@ -156,7 +207,8 @@ describe('SVOX Pico voices and language through the server', () => {
       workflowType: 'workflow_graph',
       workflowGraph: { startNodeId: 'end', nodes: [{ id: 'end', type: 'say', text: 'Auf Wiedersehen.' }], edges: [] },
       firstMessage: greeting,
-      language: { default: 'de', supported: ['de'] },
+      // English among the supported languages: callers are heard in English (the only recognition here), as it says.
+      language: { default: 'de', supported: ['de', 'en'] },
       synthesizer: { voiceConfig: { voiceId: 'nyah', gender: 'male' } },
     };
     const { audio, call } = await agentGreeting(suite.server, body, RATE);

@@ -3,6 +3,9 @@
 import { useEffect, useState } from 'preact/hooks';
 import { accessToken, api, inference } from './api';
 import { ErrorNote } from './ui';
+// The server's own voice choice and language check (pure modules, bundled into the page): the sample speaks as a call would.
+import { baseLanguage, chooseVoice, type LocalVoice } from '../../engine/models/voice-table';
+import { voiceCallLanguageProblem } from '../../calls/call-language';
 
 /** The languages the configuration takes (control-plane/agents/config-schema.ts). */
 export const LANGS: [string, string][] = [
@@ -24,7 +27,6 @@ export const LANGS: [string, string][] = [
  * Built-in voices the runtime speaks with when the configured id is not one of this server's
  * (engine/models/voice-defaults.ts): RHVoice's where the server has them, else Flite's.
  */
-const FALLBACK_VOICES = { female: ['rhvoice-slt', 'slt'], male: ['rhvoice-bdl', 'rms'] } as const;
 const SAMPLE_TEXT = 'Hello! This is how I sound on a call.';
 
 /** Fields shown here, as strings and flags of the editor's form ('' = not set). */
@@ -228,13 +230,14 @@ export function ToolRefsField({ refs, set }: { refs: string[]; set: (refs: strin
 interface Voice {
   voiceId: string;
   displayName?: string;
+  tags?: { locale?: string; gender?: string; accent?: string };
 }
 
 /**
  * "Play sample": the inference API does not take the session cookie, so the page mints a 60 s access token from
  * its session and synthesises with it. The AudioContext is made in the click, so it may play when the audio arrives.
  */
-export function PlaySample({ voiceId, gender, speed, text, onVoices }: { voiceId: string; gender: string; speed: string; text: string; onVoices: (v: Voice[]) => void }) {
+export function PlaySample({ voiceId, gender, speed, text, language, supported, onVoices }: { voiceId: string; gender: string; speed: string; text: string; language: string; supported: string[]; onVoices: (v: Voice[]) => void }) {
   const [state, setState] = useState<string>('');
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
@@ -247,9 +250,13 @@ export function PlaySample({ voiceId, gender, speed, text, onVoices }: { voiceId
       const token = await accessToken();
       const voices = ((await (await inference('GET', '/voice/get-all-models', token)).json()) as { voices: Voice[] }).voices;
       onVoices(voices);
-      // As the runtime does: an id this server lacks speaks with the built-in voice of its gender.
-      const has = (id: string) => voices.some((v) => v.voiceId === id);
-      const voice = has(voiceId) ? voiceId : (FALLBACK_VOICES[gender === 'male' ? 'male' : 'female'].find(has) ?? 'slt');
+      // As a call of the agent chooses: its voice if it speaks the agent's language, else the nearest that does; an id
+      // this server lacks speaks as its gender. A call the server would refuse for its languages is said so.
+      const local: LocalVoice[] = voices.map((v) => ({ voiceId: v.voiceId, gender: v.tags?.gender ?? '', accent: v.tags?.accent ?? '', language: baseLanguage(v.tags?.locale) ?? '' }));
+      const lang = language || 'en';
+      const choice = chooseVoice(local, { voiceId: voiceId || undefined, gender, language: lang, mode: 'agent' });
+      const voice = 'voiceId' in choice ? choice.voiceId : 'slt';
+      const refused = voiceCallLanguageProblem(lang, supported.length ? supported : [lang], local);
       // The configuration's speed 1.2 is the voice's natural rate (as the runtime maps it).
       const s = Number(speed);
       const rate = speed.trim() && Number.isFinite(s) ? Math.min(2, Math.max(0.5, s / 1.2)) : 1;
@@ -260,7 +267,8 @@ export function PlaySample({ voiceId, gender, speed, text, onVoices }: { voiceId
       const node = ctx.createBufferSource();
       node.buffer = audio;
       node.connect(ctx.destination);
-      const note = `${audio.duration.toFixed(1)} s, voice ${voice}${voice !== voiceId ? ` (“${voiceId || 'none'}” is not a voice of this server)` : ''}`;
+      const why = local.some((v) => v.voiceId === voiceId) ? `“${voiceId}” does not speak “${lang}”` : `“${voiceId || 'none'}” is not a voice of this server`;
+      const note = `${audio.duration.toFixed(1)} s, voice ${voice}${voice !== voiceId ? ` (${why})` : ''}${refused ? `; voice calls of this agent are refused here: ${refused}` : ''}`;
       node.onended = () => {
         setState(`Sample played (${note})`);
         setBusy(false);

@@ -289,7 +289,7 @@ export function AgentPage({ agentId }: { agentId: string }) {
             Speed
             <input name="speed" type="number" step="0.1" min="0.5" max="2" value={form.speed} onInput={set('speed')} />
           </label>
-          <PlaySample voiceId={form.voiceId} gender={gender} speed={form.speed} text={form.firstMessage} onVoices={setVoices} />
+          <PlaySample voiceId={form.voiceId} gender={gender} speed={form.speed} text={form.firstMessage} language={form.languageDefault} supported={form.languagesSupported} onVoices={setVoices} />
           <datalist id="voice-ids">
             {voices.map((v) => <option key={v.voiceId} value={v.voiceId}>{v.displayName ?? v.voiceId}</option>)}
           </datalist>

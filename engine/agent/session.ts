@@ -490,10 +490,11 @@ export class AgentSession {
     this.transcript.push({ role: 'agent', content: text, timestamp: new Date().toISOString(), ...(interrupted ? { interrupted: true } : {}) });
   }
 
-  private fail(err: unknown): void {
+  /** Ends the call on an error: an `error` event, then `ended`; `code` (else internal_error / error) names both. */
+  fail(err: unknown, code?: string): void {
     if (this.ended) return;
     const message = err instanceof QueueFullError ? 'The server is at capacity' : err instanceof Error ? err.message : String(err);
-    this.opts.emit({ type: 'error', code: 'internal_error', message });
-    this.end('error');
+    this.opts.emit({ type: 'error', code: code ?? 'internal_error', message });
+    this.end(code ?? 'error');
   }
 }
