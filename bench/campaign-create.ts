@@ -9,6 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { freshStore, sleep, startServer, type Dialect, type TestServer } from '../test/support/server.js';
 import { intEnv, stopAndCollectProblems } from './lib/harness.js';
 import { printTable, quantile, resultPath } from './lib/report.js';
+import { pollHealth } from './lib/health.js';
 
 const ROWS = intEnv('BENCH_ROWS', 100_000, 1);
 const HEALTH_MS = intEnv('BENCH_HEALTH_MS', 10, 1);
@@ -21,23 +22,6 @@ function csvOf(rows: number): string {
   const lines = ['phone'];
   for (let i = 0; i < rows; i++) lines.push(`+1355${String(1_000_000 + i)}`);
   return lines.join('\n') + '\n';
-}
-
-/** GET /health every `everyMs` (open loop) until stop(); each answered request's latency in ms. */
-function pollHealth(server: TestServer, everyMs: number): { stop: () => Promise<number[]> } {
-  const pending: Promise<void>[] = [];
-  const ms: number[] = [];
-  const timer = setInterval(() => {
-    const started = performance.now();
-    pending.push(fetch(`${server.base}/health`).then(async (res) => void (await res.arrayBuffer(), ms.push(performance.now() - started)), () => undefined));
-  }, everyMs);
-  return {
-    async stop() {
-      clearInterval(timer);
-      await Promise.all(pending);
-      return ms;
-    },
-  };
 }
 
 async function audience(server: TestServer, rows: number): Promise<string> {

@@ -98,6 +98,12 @@ const BENCHES: BenchDef[] = [
     quick: () => ({ env: { BENCH_UPLOADS: '2', BENCH_ROWS: '20000' }, leftOut: '2 uploads of 20,000 rows instead of 6 of 100,000' }),
   },
   {
+    name: 'audience-members',
+    file: 'bench/audience-members.ts',
+    title: 'Adding 10,000 audience members in one JSON request, against /health',
+    quick: () => ({ env: { BENCH_REPEAT: '1' }, leftOut: '1 request instead of 3' }),
+  },
+  {
     name: 'agents',
     file: 'bench/agent-sessions.ts',
     title: 'Voice sessions one machine holds, and per-turn latency',

@@ -327,22 +327,26 @@ describe('options, spans and idempotence', () => {
 });
 
 describe('hostile input', () => {
-  it('100 kB of digits and spaces completes well under 100 ms', () => {
-    // A redactor in a running server has been used before: warm the code up on 10 kB first. The machines are
-    // shared (other suites run beside this one), so the best of three runs is held to the limit, every run to 5x.
+  it('100 kB of digits and spaces: the time grows in proportion to the input, not faster', () => {
+    // A complexity check, not a timing one (the machines are shared; speed is measured in bench/): the best of five
+    // runs on 100 kB against the best of five on 10 kB, interleaved. Linear work gives about 10x here (15x with the
+    // larger input's cache misses); a quadratic pass or backtracking gives 100x. A run over 2 s fails whatever.
     const digits = (n: number) => Array.from({ length: n }, (_, i) => String((i * 7) % 10)).join(' ');
     new Redactor(both).redactTurn(`My name is Ada, 4111 1111 1111 1111. ${digits(5_000)}`);
-    const text = digits(50_000);
-    expect(text.length).toBeGreaterThanOrEqual(99_999);
-    const times: number[] = [];
-    for (let k = 0; k < 3; k++) {
-      const t0 = performance.now();
-      const out = new Redactor(both).redactTurn(text);
-      times.push(performance.now() - t0);
-      expect(out.text.length).toBeGreaterThan(0);
+    const small = digits(5_000);
+    const big = digits(50_000);
+    expect(big.length).toBeGreaterThanOrEqual(99_999);
+    const best = { small: Infinity, big: Infinity };
+    for (let k = 0; k < 5; k++) {
+      for (const size of ['small', 'big'] as const) {
+        const t0 = performance.now();
+        const out = new Redactor(both).redactTurn(size === 'small' ? small : big);
+        best[size] = Math.min(best[size], performance.now() - t0);
+        expect(out.text.length).toBeGreaterThan(0);
+      }
     }
-    expect(Math.min(...times)).toBeLessThan(100);
-    expect(Math.max(...times)).toBeLessThan(500);
+    expect(best.big / Math.max(best.small, 0.5), JSON.stringify(best)).toBeLessThan(40);
+    expect(best.big).toBeLessThan(2_000);
   });
 
   it('other long and odd inputs finish quickly without throwing', () => {

@@ -69,17 +69,30 @@ describe('malformed SIP', () => {
   });
 
   it('long whitespace runs and lists are answered at once (the package parser is quadratic on them)', async () => {
-    // Four lines of nearly 4 KiB whitespace cost the package's parser over 100 ms; collapsed, well under 20.
-    const run = ' '.repeat(3850);
-    const bomb = options(newBranch())
-      .replace(/To: ([^\r]*)/, `To: $1${run}x`)
-      .replace(/Contact: ([^\r]*)/, `Contact: $1${run}x`)
-      .replace('Max-Forwards', `Record-Route: <sip:p@example.com;lr>${run}x\r\nX-Other: a${'\t '.repeat(1900)}b\r\nMax-Forwards`);
+    // Four lines of nearly 4 KiB whitespace cost the package's parser over 100 ms (quadratic); collapsed, a few ms.
+    // Checked as growth, not as time (shared machines): the best of five parses of these runs against the best of five
+    // of runs a quarter as long, interleaved. Linear parsing gives about 4x (the shorter one floored at 1 ms); the
+    // package's quadratic parse gives 16x.
+    const bombOf = (n: number) => {
+      const run = ' '.repeat(n);
+      return options(newBranch())
+        .replace(/To: ([^\r]*)/, `To: $1${run}x`)
+        .replace(/Contact: ([^\r]*)/, `Contact: $1${run}x`)
+        .replace('Max-Forwards', `Record-Route: <sip:p@example.com;lr>${run}x\r\nX-Other: a${'\t '.repeat(Math.round(n / 2))}b\r\nMax-Forwards`);
+    };
+    const bomb = bombOf(3850);
+    const quarter = bombOf(3850 / 4);
     expect(bomb.length).toBeLessThan(16 * 1024);
-    const t0 = performance.now();
-    const parsed = parseDatagram(Buffer.from(bomb, 'latin1'));
-    expect(performance.now() - t0).toBeLessThan(20);
-    expect(parsed?.kind).toBe('message');
+    const best = { bomb: Infinity, quarter: Infinity };
+    for (let k = 0; k < 5; k++) {
+      for (const which of ['quarter', 'bomb'] as const) {
+        const t0 = performance.now();
+        const parsed = parseDatagram(Buffer.from(which === 'bomb' ? bomb : quarter, 'latin1'));
+        best[which] = Math.min(best[which], performance.now() - t0);
+        expect(parsed?.kind).toBe('message');
+      }
+    }
+    expect(best.bomb / Math.max(best.quarter, 1), JSON.stringify(best)).toBeLessThan(8);
     const branch = newBranch();
     udp.send(bomb.replace(/branch=[^;\r]*/, `branch=${branch}`));
     expect((await answerTo(branch, 1000)).status).toBe(200);

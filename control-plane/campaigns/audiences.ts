@@ -11,7 +11,7 @@ import { intParam } from '../query.js';
 import { parseCallVariables, RESERVED_VARIABLES, type CallVariables } from '../calls/variables.js';
 import { isE164 } from '../telephony/validation.js';
 import { checkBody, collapseField, says, strictBody } from '../validation.js';
-import { DISCARDING, removePending } from './audience-removal.js';
+import { DISCARDING, nextTurn, removePending } from './audience-removal.js';
 import { z } from 'zod';
 
 export type AudienceRow = Selectable<AudiencesTable>;
@@ -106,12 +106,16 @@ export function columnNameErrors(columns: string[]): string[] {
 export const searchText = (m: NewMember): string =>
   [m.phoneNumber, m.identifier ?? '', ...Object.values(m.variables).map(String)].filter((v) => v !== '').join(SEPARATOR).toLowerCase();
 
-/** Inserts members in INSERTs of BATCH rows, positions from `firstPosition`; answers their ids in order. */
-export async function insertMembers(tx: Tx, audienceId: string, members: NewMember[], firstPosition: number, now: string): Promise<string[]> {
-  const ids = members.map(() => newId());
+/**
+ * Inserts members in INSERTs of BATCH rows, positions from `firstPosition`; answers their ids in order. `turns`: a
+ * turn of the event loop between batches (a large addition in one transaction does not hold the loop).
+ */
+export async function insertMembers(tx: Tx, audienceId: string, members: NewMember[], firstPosition: number, now: string, turns = false): Promise<string[]> {
+  const ids: string[] = [];
   for (let start = 0; start < members.length; start += BATCH) {
+    if (turns && start > 0) await nextTurn();
     const rows = members.slice(start, start + BATCH).map((m, k) => ({
-      id: ids[start + k] as string,
+      id: ids[ids.push(newId()) - 1] as string,
       audience_id: audienceId,
       phone_number: m.phoneNumber,
       identifier: m.identifier,
@@ -261,7 +265,14 @@ export async function addMembers(db: Db, actor: Actor, audienceId: string, body:
   const list = checked.data?.members as unknown[];
   const errors: string[] = [];
   const audience = await loadAudience(db, actor.orgId, audienceId);
-  const read = list.map((m, i) => readMember(m, `members[${i}]`, audience, errors));
+  // Up to 10,000 members: checked, looked up, written and read back a slice at a time, each slice in its own turn of
+  // the event loop (shared with uploads and removals), so a large addition does not hold other requests and calls.
+  // The writes stay one transaction: all are added, or none.
+  const read: (NewMember | null)[] = [];
+  for (const [k, part] of chunks(list).entries()) {
+    if (k > 0) await nextTurn();
+    read.push(...part.map((m, i) => readMember(m, `members[${k * BATCH + i}]`, audience, errors)));
+  }
   if (errors.length) throw badRequest(errors.slice(0, 20));
   // The first of a repeated number counts; an identifier given to two numbers is refused.
   const byNumber = new Map<string, NewMember>();
@@ -277,7 +288,8 @@ export async function addMembers(db: Db, actor: Actor, audienceId: string, body:
 
   const added = await db.transaction().execute(async (tx) => {
     const present = new Set<string>();
-    for (const part of chunks(fresh.map((m) => m.phoneNumber))) {
+    for (const [k, part] of chunks(fresh.map((m) => m.phoneNumber)).entries()) {
+      if (k > 0) await nextTurn();
       const rows = await tx.selectFrom('audience_members').select('phone_number').where('audience_id', '=', audience.id).where('phone_number', 'in', part).execute();
       for (const r of rows) present.add(r.phone_number);
     }
@@ -293,16 +305,20 @@ export async function addMembers(db: Db, actor: Actor, audienceId: string, body:
       .executeTakeFirstOrThrow();
     if (Number(stats.n) + adding.length > MAX_MEMBERS) throw badRequest(`members: an audience holds at most ${MAX_MEMBERS} members; this one has ${Number(stats.n)}`);
     const now = nowIso();
-    const memberIds = await insertMembers(tx, audience.id, adding, stats.last === null ? 0 : Number(stats.last) + 1, now);
+    const memberIds = await insertMembers(tx, audience.id, adding, stats.last === null ? 0 : Number(stats.last) + 1, now, true);
     if (adding.length) await tx.updateTable('audiences').set({ updated_at: now }).where('id', '=', audience.id).execute();
     return memberIds;
   }).catch((err: unknown) => {
     if (isUniqueViolation(err)) throw conflict('member_exists', 'members: another request just added one of these numbers or identifiers; try again');
     throw err;
   });
-  const rows = added.length ? (await Promise.all(chunks(added).map((part) => db.selectFrom('audience_members').selectAll().where('id', 'in', part).execute()))).flat() : [];
-  rows.sort((a, b) => a.position - b.position);
-  return { members: rows.map((r) => memberView(r, audience)), added: added.length, skipped: list.length - added.length };
+  const members: Record<string, unknown>[] = [];
+  for (const part of chunks(added)) {
+    await nextTurn();
+    const rows = await db.selectFrom('audience_members').selectAll().where('id', 'in', part).execute();
+    members.push(...rows.sort((a, b) => a.position - b.position).map((r) => memberView(r, audience)));
+  }
+  return { members, added: added.length, skipped: list.length - added.length };
 }
 
 /** `DELETE /audience/{id}/members`: removes the named members of this audience (other ids are not counted). */
