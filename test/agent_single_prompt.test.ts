@@ -1,10 +1,10 @@
 // Single-prompt agents over the agent WebSocket against a local server speaking the OpenAI streaming protocol;
 // test calls of a draft during a config freeze; the demo workflow agent template.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { freshStore, startServer, type StoreEnv, type TestServer } from './support/server.js';
 import { AgentCaller, connectUrl, endedCall, speech } from './support/agent-client.js';
 import { mainBranchId } from './support/agents.js';
-import { OpenAiMock, type MockRequest, type MockReply } from './support/openai-mock.js';
+import { OpenAiMock, textPieces, type MockRequest, type MockReply } from './support/openai-mock.js';
 
 const A = '/atoms/v1';
 const RATE = 16000;
@@ -51,9 +51,13 @@ afterAll(async () => {
 
 describe('single-prompt agent over the agent WebSocket', () => {
   it('answers speech with the streamed model reply, starting to speak before the model has finished', async () => {
+    // The model holds its last words back until the caller hears the agent: speaking must begin while it streams.
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    onTestFinished(() => release());
     script = (req) => {
       const last = (req.body.messages ?? []).at(-1) as { role: string; content: string };
-      return last.role === 'user' && /hours|open/i.test(last.content) ? { text: LONG_ANSWER, chunkDelayMs: 40 } : { text: 'Sorry?' };
+      return last.role === 'user' && /hours|open/i.test(last.content) ? { text: LONG_ANSWER, chunkDelayMs: 40, holdLastPiece: held } : { text: 'Sorry?' };
     };
     const agentId = await singlePromptAgent({ firstMessage: 'Hi, this is {{clinic}}.' });
     const c = new AgentCaller(connectUrl(server, { token: server.key, agent_id: agentId, sample_rate: String(RATE) }), RATE);
@@ -66,6 +70,11 @@ describe('single-prompt agent over the agent WebSocket', () => {
     await c.say(await speech(server, 'What are your opening hours?'));
     const user = await c.waitFor((f) => f.type === 'transcript' && f.role === 'user', 20_000, mark);
     expect(user.text.toLowerCase()).toContain('hours');
+    // Speaking began while the model was still streaming (its last piece waits for this).
+    await c.waitFor((f) => f.type === 'agent_start_talking', 40_000, mark);
+    const streamed = (mock.chunkTimes[requestsBefore] as number[]).length;
+    expect(streamed).toBeLessThan(textPieces(LONG_ANSWER).length + 1);
+    release();
     const reply = await c.agentTurn(mark, 40_000);
     expect(reply.text).toBe(LONG_ANSWER);
 
@@ -79,12 +88,6 @@ describe('single-prompt agent over the agent WebSocket', () => {
     expect(messages.at(-1)).toMatchObject({ role: 'user', content: user.text });
     expect(req.body.stream).toBe(true);
 
-    // Speaking began while the model was still streaming.
-    const chunks = mock.chunkTimes[requestsBefore] as number[];
-    const started = c.frames.slice(mark).find((f) => f.type === 'agent_start_talking');
-    expect(started).toBeDefined();
-    expect(started!.at).toBeLessThan(chunks.at(-1) as number);
-
     c.send({ type: 'session.close' });
     await c.closed;
     const call = await endedCall(server, created.call_id as string);
@@ -96,7 +99,7 @@ describe('single-prompt agent over the agent WebSocket', () => {
     expect(m.brainFirstPhraseMs).toBeGreaterThanOrEqual(m.brainFirstTokenMs);
   }, 90_000);
 
-  it('turns tool calls into function calls: an end-call tool ends the call; a tool that cannot run yet gets a spoken fallback and an error', async () => {
+  it('turns tool calls into function calls: an end-call tool ends the call; a function the agent does not have gets a spoken fallback and an error', async () => {
     script = (req) => {
       const messages = req.body.messages as { role: string; content: string | null }[];
       const last = messages.at(-1) as { role: string; content: string };
@@ -104,13 +107,8 @@ describe('single-prompt agent over the agent WebSocket', () => {
       if (last.role === 'user' && /bye/i.test(last.content)) return { text: 'Goodbye!', toolCalls: [{ name: 'hang_up', arguments: '{}' }] };
       return { text: 'How can I help?' };
     };
-    const agentId = await singlePromptAgent({
-      tools: [
-        { type: 'end_call', name: 'hang_up', description: 'End the call when the caller says goodbye' },
-        // A knowledge-base search cannot run here (no knowledge bases yet): the agent falls back.
-        { type: 'knowledge_base_search', name: 'lookup_order', description: 'Look up an order', knowledgeBaseId: 'kb_orders' },
-      ],
-    });
+    // The model calls lookup_order, which the agent does not have (models do invent functions): the agent falls back.
+    const agentId = await singlePromptAgent({ tools: [{ type: 'end_call', name: 'hang_up', description: 'End the call when the caller says goodbye' }] });
     const reg = await server.request('POST', `${A}/conversation/register-call`, { body: { agent_id: agentId, mode: 'chat' } });
     const c = new AgentCaller(connectUrl(server, { token: reg.body.data.access_token }), 24000);
     await c.opened;
@@ -123,10 +121,10 @@ describe('single-prompt agent over the agent WebSocket', () => {
     expect(err.message).toContain('lookup_order');
     const fallback = await c.agentTurn(mark);
     expect(fallback.text).toBe("Sorry, I can't do that right now.");
-    // The model was offered both tools as functions with JSON-schema parameters.
+    // The model was offered the agent's tool as a function with JSON-schema parameters, and nothing else.
     const tools = mock.requests[before]?.body.tools as { type: string; function: { name: string; parameters: any } }[];
-    expect(tools.map((t) => t.function.name).sort()).toEqual(['hang_up', 'lookup_order']);
-    expect(tools.find((t) => t.function.name === 'lookup_order')?.function.parameters).toMatchObject({ type: 'object', properties: { query: { type: 'string' } }, required: ['query'] });
+    expect(tools.map((t) => t.function.name)).toEqual(['hang_up']);
+    expect(tools[0]?.function.parameters).toMatchObject({ type: 'object' });
 
     mark = c.frames.length;
     c.send({ type: 'input_text.send', text: 'Thanks, bye.' });

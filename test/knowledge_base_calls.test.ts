@@ -118,7 +118,7 @@ for (const dialect of testDialects()) {
       expect(record.transcript.map((t: any) => t.content).join(' ')).toContain('On Saturdays we open at ten');
     }, 120_000);
 
-    it("runs a knowledge_base_search tool on its configured knowledge base; an id that is not the organization's does not run", async () => {
+    it("runs a knowledge_base_search tool on its configured knowledge base; an id that is not the organization's is refused when saved", async () => {
       tool = 'lookup';
       const agentId = await agent({ tools: [{ type: 'knowledge_base_search', name: 'lookup', description: 'Look things up', knowledgeBaseId: kbId }] });
       const { answer, callId } = await chatTurn(suite.server, agentId, 'When do you open on Saturdays?');
@@ -126,18 +126,18 @@ for (const dialect of testDialects()) {
       const record = await endedCall(suite.server, callId);
       expect(record.knowledgeBaseSearches[0]).toMatchObject({ tool: 'lookup', results: [{ content: HOURS }] });
 
-      const missing = await agent({ tools: [{ type: 'knowledge_base_search', name: 'lookup', description: 'Look things up', knowledgeBaseId: '0123456789abcdef01234567' }] });
-      const fallback = await chatTurn(suite.server, missing, 'When do you open on Saturdays?');
-      expect(fallback.answer).toBe("Sorry, I can't do that right now.");
-      const failed = await endedCall(suite.server, fallback.callId);
-      expect(failed.knowledgeBaseSearches[0]).toMatchObject({ tool: 'lookup', results: [], error: 'knowledge base not found' });
-      // Another organization's knowledge base, named in a tool: not searched either.
+      // A tool naming a knowledge base that is not the organization's (unknown, or another's) is refused when saved.
       const other = await createOrgKey(suite.store, `kb-calls-${dialect}`, `org-kb-calls-${dialect}`);
       const theirs = (await suite.server.request('POST', `${A}/knowledgebase`, { key: other, body: { name: 'Theirs' } })).body.data as string;
-      await suite.server.request('POST', `${A}/knowledgebase/${theirs}/items/text`, { key: other, body: { content: 'Their secret: on Saturdays the vault opens at noon.' } });
-      const foreign = await agent({ tools: [{ type: 'knowledge_base_search', name: 'lookup', description: 'Look things up', knowledgeBaseId: theirs }] });
-      const refused = await chatTurn(suite.server, foreign, 'When do you open on Saturdays?');
-      expect(refused.answer).toBe("Sorry, I can't do that right now.");
+      for (const id of ['0123456789abcdef01234567', theirs]) {
+        const refused = await suite.server.request('POST', `${A}/agent`, { body: { name: 'KB tool', workflowType: 'single_prompt', prompt: 'Hi.', tools: [{ type: 'end_call', name: 'bye', description: 'End' }, { type: 'knowledge_base_search', name: 'lookup', description: 'Look things up', knowledgeBaseId: id }] } });
+        expect(refused.status, refused.text).toBe(400);
+        expect(refused.body.errors).toEqual([`tools.1.knowledgeBaseId: no knowledge base ${id} in your organization`]);
+      }
+      // And one naming none (the wire requires it).
+      const none = await suite.server.request('POST', `${A}/agent`, { body: { name: 'KB tool', workflowType: 'single_prompt', prompt: 'Hi.', tools: [{ type: 'knowledge_base_search', name: 'lookup', description: 'Look things up' }] } });
+      expect(none.status, none.text).toBe(400);
+      expect(none.body.errors).toEqual(['tools.0.knowledgeBaseId: required for knowledge_base_search']);
     });
   });
 }

@@ -76,9 +76,11 @@ const systemTool = z
     url: z.string().url().optional(),
     method: z.enum(HTTP_METHODS).optional(),
     timeout: z.number().int().min(1000).max(30000).optional(),
+    knowledgeBaseId: z.string().min(1).max(100).optional(),
   })
   .passthrough()
   .superRefine((t, ctx) => {
+    if (t.type === 'knowledge_base_search' && !t.knowledgeBaseId) ctx.addIssue({ code: 'custom', path: ['knowledgeBaseId'], message: 'required for knowledge_base_search' });
     if (t.type === 'transfer_call' && !t.transferNumber) ctx.addIssue({ code: 'custom', path: ['transferNumber'], message: 'required for transfer_call' });
     if (t.type === 'api_call' && !t.url) ctx.addIssue({ code: 'custom', path: ['url'], message: 'required for api_call' });
     if (t.type === 'api_call' && !t.method) ctx.addIssue({ code: 'custom', path: ['method'], message: 'required for api_call' });

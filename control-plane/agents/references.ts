@@ -1,5 +1,6 @@
 // What an agent's configuration refers to must be its organization's: library tools (`toolRefs`), vault secrets by name
-// (`model.apiKeySecret`, `preCallAPI.auth`), knowledge bases (`globalKnowledgeBaseId`). Checked when the configuration
+// (`model.apiKeySecret`, `preCallAPI.auth`), knowledge bases (`globalKnowledgeBaseId`, a `knowledge_base_search` tool's
+// `knowledgeBaseId`). Checked when the configuration
 // is written; a reference that is missing or another organization's is a 400 naming the field, the same either way.
 import type { Db, Tx } from '../store/db.js';
 import { agentDictErrors } from '../pronunciation/dicts.js';
@@ -35,9 +36,18 @@ export async function referenceErrors(q: Db | Tx, orgId: string, fields: Record<
     const found = new Set((await q.selectFrom('secrets').select('name').where('org_id', '=', orgId).where('name', 'in', names).execute()).map((r) => r.name));
     for (const [field, name] of secrets) if (!found.has(name)) errors.push(`${field}: no secret named ${name} in your organization's vault (POST /secret first)`);
   }
-  if (typeof fields.globalKnowledgeBaseId === 'string' && fields.globalKnowledgeBaseId !== '') {
-    const id = fields.globalKnowledgeBaseId;
-    if (!(await existingKnowledgeBases(q, orgId, [id])).has(id)) errors.push(`globalKnowledgeBaseId: no knowledge base ${id} in your organization`);
+  // Knowledge bases: the agent's global one, and each knowledge_base_search tool's.
+  const kbs: [string, string][] = [];
+  if (typeof fields.globalKnowledgeBaseId === 'string' && fields.globalKnowledgeBaseId !== '') kbs.push(['globalKnowledgeBaseId', fields.globalKnowledgeBaseId]);
+  if (Array.isArray(fields.tools)) {
+    fields.tools.forEach((t, i) => {
+      const tool = obj(t);
+      if (tool?.type === 'knowledge_base_search' && typeof tool.knowledgeBaseId === 'string' && tool.knowledgeBaseId !== '') kbs.push([`tools.${i}.knowledgeBaseId`, tool.knowledgeBaseId]);
+    });
+  }
+  if (kbs.length) {
+    const found = await existingKnowledgeBases(q, orgId, [...new Set(kbs.map(([, id]) => id))]);
+    for (const [field, id] of kbs) if (!found.has(id)) errors.push(`${field}: no knowledge base ${id} in your organization`);
   }
   if (fields.pronunciationDicts !== undefined) errors.push(...(await agentDictErrors(q, orgId, fields.pronunciationDicts)));
   return errors;

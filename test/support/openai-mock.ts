@@ -14,6 +14,8 @@ export interface MockReply {
   toolCalls?: { name: string; arguments: string }[];
   /** Pause before each streamed chunk, ms. */
   chunkDelayMs?: number;
+  /** Streamed: the last piece of text waits for this (a test holds the model's end back until it saw what it wants). */
+  holdLastPiece?: Promise<void>;
   /** Answer with this HTTP status and an OpenAI error body instead. */
   status?: number;
 }
@@ -100,7 +102,11 @@ export class OpenAiMock {
     };
     try {
       await send({ role: 'assistant', content: '' }, null);
-      for (const piece of textPieces(reply.text ?? '')) await send({ content: piece }, null);
+      const pieces = textPieces(reply.text ?? '');
+      for (const [k, piece] of pieces.entries()) {
+        if (k === pieces.length - 1 && reply.holdLastPiece) await reply.holdLastPiece;
+        await send({ content: piece }, null);
+      }
       for (const [index, call] of toolCalls.entries()) {
         await send({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }, null);
         for (const frag of call.arguments.match(/[\s\S]{1,5}/g) ?? []) await send({ tool_calls: [{ index, function: { arguments: frag } }] }, null);
