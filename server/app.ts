@@ -69,6 +69,7 @@ import { sweepAbandonedUploads } from '../control-plane/campaigns/audience-remov
 import { sweepUnfinishedCampaigns } from '../control-plane/campaigns/campaigns.js';
 import { dncRoutes, type DncRouteDeps } from '../transports/routes/dnc.js';
 import { knowledgeBaseRoutes } from '../transports/routes/knowledge-bases.js';
+import { failStalledItems } from '../control-plane/knowledge/knowledge-bases.js';
 import { organizationRoutes } from '../transports/routes/organization.js';
 import { callActionRoutes } from '../transports/routes/call-actions.js';
 import { liveEventRoutes } from '../transports/routes/live-events.js';
@@ -86,6 +87,9 @@ export interface RunningApp {
   routes: readonly RouteRecord[];
   stop(): Promise<void>;
 }
+
+/** How often every server fails the knowledge-base items a stopped server left unread (failStalledItems). */
+const STALLED_ITEM_SWEEP_MS = 5 * 60_000;
 
 export async function startApp(settings: Settings, logger: Logger = pino({ level: settings.logLevel })): Promise<RunningApp> {
   // OpenTelemetry traces when OTEL_EXPORTER_OTLP_ENDPOINT is set (the SDK is loaded only then); flushed last in stop().
@@ -241,6 +245,16 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
     (swept) => swept && logger.info({ swept }, 'removed campaigns a stopped server left unfinished'),
     (err: unknown) => logger.warn({ err: String(err) }, 'could not sweep unfinished campaigns'),
   );
+  // Knowledge-base items a stopped server left pending or processing are failed once still (at start, then every
+  // few minutes: a server that restarts at once finds them still fresh).
+  const sweepItems = () =>
+    failStalledItems(store.db).then(
+      (swept) => swept && logger.info({ swept }, 'failed knowledge-base items a stopped server left unread'),
+      (err: unknown) => logger.warn({ err: String(err) }, 'could not sweep unread knowledge-base items'),
+    );
+  void sweepItems();
+  const itemSweeper = setInterval(() => void sweepItems(), STALLED_ITEM_SWEEP_MS);
+  itemSweeper.unref();
   const resumed = await publish.resumePendingScans();
   if (resumed) logger.info({ resumed }, 'resumed deferred security scans');
   // Telephony: the SIP leg (PARLEY_SIP_PORT=off disables it), before the HTTP port opens so `listening` means ready.
@@ -303,6 +317,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
     logger,
     routes: server.routes,
     async stop() {
+      clearInterval(itemSweeper);
       await campaigns?.stop();
       const calls = Promise.all([agentSockets.endAll('server_shutdown'), inbound?.endAll('server_shutdown'), dialer?.stop('server_shutdown')]);
       // Once this server's calls have ended (their subscribers told so), the streams still open (calls elsewhere) end.

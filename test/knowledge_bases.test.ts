@@ -2,7 +2,7 @@
 // it); text and Markdown items (JSON body and multipart upload) and PDFs made by Ghostscript, chunked and indexed
 // with their status (an unreadable PDF a failed item); ranked search
 // finding the same best passages on SQLite (FTS5, bm25) and PostgreSQL (tsvector, ts_rank_cd); another organization's
-// knowledge base answering the project's 403, unknown ids 404.
+// knowledge base answering the project's 403, unknown ids 404; pages a killed server left unread failed by the next.
 import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createOrgKey, testDialects, type TestServer } from './support/server.js';
+import { createOrgKey, freshStore, sleep, startServer, storeSql, testDialects, type TestServer } from './support/server.js';
 import { serverForSuite } from './support/suite.js';
 
 const A = '/atoms/v1';
@@ -314,6 +314,49 @@ for (const dialect of testDialects()) {
       const agent = await server.request('POST', `${A}/agent`, { key: other, body: { name: 'Theirs', workflowType: 'single_prompt', prompt: 'Hi.', globalKnowledgeBaseId: id } });
       expect(agent.status).toBe(400);
       expect((await server.request('GET', `${A}/knowledgebase/${id}/items`)).body.data).toHaveLength(1);
+    });
+  });
+}
+
+for (const dialect of testDialects()) {
+  describe(`knowledge-base pages a killed server left unread (${dialect})`, () => {
+    it('are failed by the next server once still for 15 minutes; a page still fresh is left alone', async () => {
+      const store = freshStore(dialect);
+      // A site that takes the requests and never answers: the first page stays `processing`, the second `pending`.
+      const held: http.ServerResponse[] = [];
+      const site = http.createServer((_req, res) => void held.push(res));
+      await new Promise<void>((r) => site.listen(0, '127.0.0.1', r));
+      const base = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+      let first: TestServer | undefined;
+      let second: TestServer | undefined;
+      try {
+        first = await startServer({ store });
+        const id = await kb(first, 'Site');
+        const urls = [`${base}/slow.html`, `${base}/next.html`];
+        expect((await first.request('POST', `${A}/knowledgebase/${id}/scrape-urls`, { body: { urls } })).status).toBe(200);
+        const status = async (s: TestServer) => (await s.request('GET', `${A}/knowledgebase/${id}/scraped-urls`, { key: first!.key })).body.data.map((u: any) => [u.url, u.status, u.error]);
+        for (let i = 0; i < 50 && held.length === 0; i++) await sleep(100);
+        expect(await status(first)).toEqual([[urls[0], 'processing', null], [urls[1], 'pending', null]]);
+        first.proc.kill('SIGKILL');
+        await first.waitExit();
+        // Time passes for the page being read (its row last touched 20 minutes ago); the waiting one was touched now.
+        await storeSql(store, 'UPDATE kb_items SET updated_at = $1 WHERE file_name = $2', [new Date(Date.now() - 20 * 60_000).toISOString(), urls[0]]);
+        second = await startServer({ store, env: { PARLEY_BOOTSTRAP_KEY: first.key } });
+        let now: unknown[] = [];
+        for (let i = 0; i < 50; i++) {
+          now = await status(second);
+          if ((now[0] as unknown[])[1] !== 'processing') break;
+          await sleep(100);
+        }
+        expect(now).toEqual([[urls[0], 'failed', 'The server reading this item stopped before it finished; add it again'], [urls[1], 'pending', null]]);
+        await second.waitForLog(/"swept":1,.*"msg":"failed knowledge-base items a stopped server left unread"/);
+      } finally {
+        for (const res of held) res.destroy();
+        await new Promise<void>((r) => site.close(() => r()));
+        await second?.stop();
+        if (first && first.proc.exitCode === null) await first.stop();
+        await store.cleanup();
+      }
     });
   });
 }

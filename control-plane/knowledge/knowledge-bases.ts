@@ -245,6 +245,25 @@ export async function failItem(db: Db, item: ItemRow, reason: string): Promise<I
   return { ...item, processing_status: 'failed', error: reason, updated_at: now };
 }
 
+/**
+ * An item no server has touched for this long while `pending` or `processing` was left by a server that stopped: a
+ * page fetch times out in seconds and a queue of pages keeps its pending ones fresh (urls.ts), so 15 minutes of
+ * stillness means no server is reading it.
+ */
+export const STALLED_ITEM_MS = 15 * 60_000;
+export const STALLED_ITEM_ERROR = 'The server reading this item stopped before it finished; add it again';
+
+/** Marks the items a stopped server left unread as failed (STALLED_ITEM_ERROR); answers how many. */
+export async function failStalledItems(db: Db, now = Date.now()): Promise<number> {
+  const res = await kbDb(db)
+    .updateTable('kb_items')
+    .set({ processing_status: 'failed', error: STALLED_ITEM_ERROR, updated_at: new Date(now).toISOString() })
+    .where('processing_status', 'in', ['pending', 'processing'])
+    .where('updated_at', '<', new Date(now - STALLED_ITEM_MS).toISOString())
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows);
+}
+
 /** The first line of a text, without Markdown heading marks, as a title (at most 200 characters). */
 export function titleOf(text: string): string | null {
   const line = text.split(/\r?\n/).map((l) => l.replace(/^#+\s*/, '').trim()).find((l) => l.length > 0);

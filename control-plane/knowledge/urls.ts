@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import type { Logger } from 'pino';
 import type { Db } from '../store/db.js';
+import { nowIso } from '../store/ids.js';
 import { ApiError, badRequest, notFound } from '../errors.js';
 import type { Actor } from '../agents/agents.js';
 import { bodyObject, parseBody, says } from '../validation.js';
@@ -57,14 +58,19 @@ export async function scrapeUrls(db: Db, actor: Actor, kbId: string, body: unkno
     rows.push({ ...row, processing_status: 'pending' });
   }
   const done = (async () => {
-    for (const row of rows) await scrapeOne(db, row, opts);
+    for (const [k, row] of rows.entries()) {
+      // The pages still waiting are touched as the queue moves, so a sweep (failStalledItems) never takes them.
+      const waiting = rows.slice(k + 1).map((r) => r.id);
+      if (waiting.length) await kbDb(db).updateTable('kb_items').set({ updated_at: nowIso() }).where('id', 'in', waiting).where('processing_status', '=', 'pending').execute();
+      await scrapeOne(db, row, opts);
+    }
   })();
   return { items: rows.map(scrapedUrlDoc), done };
 }
 
 async function scrapeOne(db: Db, row: KbItemsTable, opts: UrlOptions): Promise<void> {
   // Deleted meanwhile: nothing to do.
-  const still = await kbDb(db).updateTable('kb_items').set({ processing_status: 'processing' }).where('id', '=', row.id).executeTakeFirst();
+  const still = await kbDb(db).updateTable('kb_items').set({ processing_status: 'processing', updated_at: nowIso() }).where('id', '=', row.id).executeTakeFirst();
   if (Number(still.numUpdatedRows) === 0) return;
   try {
     const page = await fetchPage(row.file_name as string, opts.allowPrivateEgress);
