@@ -74,7 +74,7 @@ export interface StartCall {
   toNumber?: string;
   /** The call id, when the caller had to announce it before the call started. */
   callId?: string;
-  /** The record exists already (an outbound call queued with this callId): it is activated instead of created. */
+  /** The record exists already (an outbound call queued with this callId, an inbound one opened before its answer): it is activated instead of created. */
   queued?: boolean;
   /** How client tools reach the app (the agent WebSocket); without it client tools cannot run. */
   clientTools?: ClientToolChannel;
@@ -151,6 +151,36 @@ export class CallRuntime {
     // Phone calls are voice calls: one its agent's languages refuse (start() ends it) asks nothing of the CRM.
     if (voiceCallLanguageProblem(spec.languageDefault, spec.languagesSupported, this.deps.registry.localVoices())) return Promise.resolve(null);
     return runPreCall(resolved.config.preCallAPI, this.variablesOf(spec, call, call.callId), this.preCallOptions(resolved.agent.org_id));
+  }
+
+  /**
+   * An inbound phone call about to be answered: its record (`processing`, as an outbound call's once answered) and its
+   * live row exist before the 200 OK, so a server that dies between the answer and the agent's start leaves a record
+   * that whoever is alive ends (`failed`, `server_stopped`). Start it with `queued: true`; one that is not answered
+   * after all is ended with recordUnanswered (its callId).
+   */
+  async openInbound(call: { resolved: ResolvedCallConfig; callId: string; fromNumber?: string; toNumber?: string }): Promise<void> {
+    const { agent } = call.resolved;
+    const spec = agentSpec(agent.id, call.resolved.workflowType, call.resolved.config, this.deps.registry);
+    // The standard keys and the agent's defaults from the start (a record a stopped server left carries them too).
+    const variables = this.variablesOf(spec, { type: 'telephony_inbound', variables: {}, fromNumber: call.fromNumber, toNumber: call.toNumber }, call.callId);
+    await createCall(this.deps.db, {
+      orgId: agent.org_id,
+      agentId: agent.id,
+      branchId: call.resolved.branchId,
+      revisionId: call.resolved.revisionId,
+      configSource: call.resolved.configSource,
+      type: 'telephony_inbound',
+      mode: 'webcall',
+      isTest: false,
+      variables,
+      voiceConfig: {},
+      fromNumber: call.fromNumber ?? null,
+      toNumber: call.toNumber ?? null,
+      callId: call.callId,
+      status: 'processing',
+    });
+    await this.deps.live?.hold(call.callId, agent.org_id);
   }
 
   /** The call's variables: the agent's defaults, the call's own, the standard keys. */
@@ -459,6 +489,8 @@ export class CallRuntime {
     await events.end(
       { status: outcome.status, endReason: outcome.reason, endedAt: startedAt.toISOString(), durationS: 0, transcript: [], variables, metrics: { turns: [], processedAt: startedAt.toISOString() } },
       { startedAt, endedAt: startedAt, answered: false, transcript: [], variables, analyze: async () => deterministicAnalytics(analyticsConfig, [], outcome.reason) },
+      // A record that existed (queued, or opened for an answer) is ended only while open: never twice.
+      { ifOpen: Boolean(call.callId) },
     );
     if (this.deps.liveEvents) new CallFeed(this.deps.liveEvents, callId).end(outcome.status, outcome.reason);
     return callId;

@@ -176,6 +176,7 @@ export class InboundCalls {
     let rtp: MediaLeg | null = null;
     let phone = null as PhoneCall | null; // set by startPhoneCall once the line is answered
     let callId: string | null = null;
+    let started = false;
     try {
       rtp = await this.deps.media.bind(this.stack.host === '0.0.0.0' ? '0.0.0.0' : this.stack.host);
       const answer = negotiate(req.body, { encryption: policy.mediaEncryption, localAddress: this.stack.publicAddress, localPort: rtp.localPort });
@@ -193,11 +194,13 @@ export class InboundCalls {
       const newId = this.deps.runtime.newCallId();
       const preCall = resolved && !req.canceled ? this.deps.runtime.preCall({ resolved, type: 'telephony_inbound', callId: newId, variables: {}, fromNumber: caller, toNumber: called ?? undefined }) : null;
       if (preCall) await withTimeout(Promise.race([preCall, canceled]), Math.max(0, ringingUntil - performance.now()));
-      // Calls that end before the answer are recorded too (status cancelled or no_answer, with their events).
+      // Calls that end before the answer are recorded too (status cancelled or no_answer, with their events); one whose
+      // record was opened for the answer (below) ends that record and gives its live row back.
       const unanswered = (status: 'cancelled' | 'no_answer', reason: string) =>
         void this.deps.runtime
-          .recordUnanswered({ orgId: route.orgId, agentId: route.agentId as string, type: 'telephony_inbound', fromNumber: caller, toNumber: called ?? undefined }, { status, reason })
-          .catch((err: unknown) => logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not record an unanswered call'));
+          .recordUnanswered({ orgId: route.orgId, agentId: route.agentId as string, type: 'telephony_inbound', fromNumber: caller, toNumber: called ?? undefined, ...(callId ? { callId } : {}) }, { status, reason })
+          .catch((err: unknown) => logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not record an unanswered call'))
+          .then(() => (callId ? this.deps.live?.release(callId) : undefined));
       if (req.canceled) {
         unanswered('cancelled', 'canceled');
         throw new Refused();
@@ -207,6 +210,10 @@ export class InboundCalls {
         unanswered('no_answer', 'ringing_timeout');
         throw new Refused();
       }
+      // The record and the live row exist before the answer: a server that dies from here on leaves a record that
+      // whoever is alive ends (failed, server_stopped), not a call nobody knows of.
+      await this.deps.runtime.openInbound({ resolved, callId: newId, fromNumber: caller, toNumber: called ?? undefined });
+      callId = newId;
       // The 200 goes out inside createUAS; the dialog comes with the ACK.
       // Re-INVITEs and UPDATEs in the call are held to the offer's media-address rules (hold passes).
       const accepting = this.stack.createUAS(req, res, { localSdp: answer.answerSdp, headers: trunk?.headers, checkSdp });
@@ -219,7 +226,6 @@ export class InboundCalls {
         }
         throw err;
       });
-      callId = newId;
       const call = await startPhoneCall(
         { ...this.deps, logger },
         {
@@ -242,19 +248,26 @@ export class InboundCalls {
             phone = answered;
             rtp = null;
           },
-          agent: async () => ({ resolved, ...(preCall ? { preCall } : {}), type: 'telephony_inbound', isTest: false, variables: {}, fromNumber: caller, toNumber: called ?? undefined }),
+          agent: async () => ({ resolved, ...(preCall ? { preCall } : {}), type: 'telephony_inbound', isTest: false, variables: {}, fromNumber: caller, toNumber: called ?? undefined, queued: true }),
         },
       );
+      started = true;
       logger.info({ callId: call.callId, sipCallId: dialog.callId, to: called, trunk: trunk?.id ?? null }, 'inbound call answered');
     } catch (err) {
       void rtp?.finish();
       lease.release();
       if (err instanceof Refused) return;
-      // Answered, but the agent could not start: hang up.
+      // Answered, but the agent could not start: hang up, and the record opened for the answer says so.
       if (phone) {
         if (!phone.dialog.destroyed) await phone.dialog.destroy({ reason: 'error' }).catch(() => undefined);
         phone.end('error');
-      } else if (callId) await this.deps.live?.release(callId);
+      }
+      if (callId && !started) {
+        await this.deps.runtime
+          .recordUnanswered({ orgId: route.orgId, agentId: route.agentId as string, type: 'telephony_inbound', fromNumber: caller, toNumber: called ?? undefined, callId }, { status: 'failed', reason: 'agent_unavailable' })
+          .catch((e: unknown) => logger.warn({ err: e instanceof Error ? e.message : String(e), callId }, 'could not record a call whose agent did not start'));
+        if (!phone) await this.deps.live?.release(callId);
+      }
       throw err;
     }
   }

@@ -1,6 +1,7 @@
 // Calls up on a server that is killed (kill -9) are ended by whoever is alive once its lease runs out: the same server
 // restarted, or another server on the store. Every call (an inbound phone call, campaign calls answered by a carrier,
-// a web call) ends `failed` with reason `server_stopped`, its post-conversation goes out once, the SIP peers (sipp)
+// a web call, an inbound call answered while its agent waited for a slow pre-call API) ends `failed` with reason
+// `server_stopped`, its post-conversation goes out once, the SIP peers (sipp)
 // get a BYE from the dialog kept in the store (both lines of a bridged transfer), and the campaign finishes without
 // calling anyone twice.
 import { afterEach, describe, expect, it } from 'vitest';
@@ -11,6 +12,7 @@ import { killCallees, startSippCarrier, type SippCarrier } from './support/sip-c
 import { answeredTrunk, workflowAgent } from './support/phone-server.js';
 import { AgentCaller, connectUrl } from './support/agent-client.js';
 import { WebhookReceiver } from './support/webhook-receiver.js';
+import { lookupAgent, startCrm } from './support/crm.js';
 
 const A = '/atoms/v1';
 const INBOUND_NUMBER = '+15550700100';
@@ -210,6 +212,43 @@ describe('calls a killed server held', () => {
     expect(byes.length, targetDone.output).toBeGreaterThanOrEqual(1);
     expect(new Set(byes.map((m) => m.headers['call-id'])).size).toBe(1);
     expect(await second.waitForLog(/ended a call its server stopped holding/)).toMatch(/"bye":true/);
+  }, 90_000);
+
+  it('an inbound call answered before its agent started (a slow pre-call API past the ringing timeout): its record is there and ended', async () => {
+    const store = freshStore('sqlite');
+    stores.push(store);
+    // The lookup answers after 30 s; the trunk rings 1 s, so the call is answered and the agent waits for the lookup.
+    const crm = await startCrm('Grace', 30_000);
+    const env = await serverEnv();
+    const first = await startServer({ store, env });
+    servers.push(first);
+    try {
+      const agent = await first.request('POST', `${A}/agent`, { body: lookupAgent(crm, 'Hello {{customer_name}}.') });
+      expect(agent.status, agent.text).toBe(201);
+      await answeredTrunk(first, agent.body.data as string, { numbers: [INBOUND_NUMBER], ringingTimeoutSecs: 1 });
+      const caller = await callerWaitingForBye(Number(env.PARLEY_SIP_PORT), INBOUND_NUMBER);
+      // Answered and held with its dialog (the lookup still running): the agent has not started.
+      const [held] = await waitFor('no answered call', () => storeSql(store, 'SELECT call_id, sip_dialog FROM live_calls'), (rows) => rows.length === 1 && rows[0]!.sip_dialog !== null, 15_000);
+      expect(crm.hits).toHaveLength(1);
+      const killedAt = Date.now();
+      first.proc.kill('SIGKILL');
+      await first.waitExit();
+      const second = await startServer({ store, env: { ...env, PARLEY_BOOTSTRAP_KEY: first.key } });
+      servers.push(second);
+      const callerDone = await caller.done;
+      expect(callerDone.code, callerDone.output).toBe(0);
+      expect(sippMessages(callerDone.messages).filter((m) => m.direction === 'received' && m.method === 'BYE')).toHaveLength(1);
+      // The record existed from before the answer; the survivor ended it, with the call's standard variables.
+      const [record] = await waitFor('call not ended', () => calls(second, first.key), (list) => list.length === 1 && list[0].status === 'failed', 20_000);
+      expect(record).toMatchObject({ callId: held!.call_id, type: 'telephony_inbound', status: 'failed', callFailureReason: 'server_stopped', to: INBOUND_NUMBER });
+      const full = (await second.request('GET', `${A}/conversation/${held!.call_id}`, { key: first.key })).body.data;
+      expect(full.variables, JSON.stringify(full)).toMatchObject({ call_id: held!.call_id, agent_number: INBOUND_NUMBER, customer_name: 'there' });
+      // Ended when its server was last known up; nothing claims a voice spoke.
+      expect(Date.parse(full.endedAt)).toBeLessThanOrEqual(killedAt);
+      expect(full.voiceConfigUsed).toEqual({});
+    } finally {
+      await crm.close();
+    }
   }, 90_000);
 
   it.runIf(testDialects().includes('postgres'))('are ended by another server on the store when theirs is killed (PostgreSQL)', async () => {
