@@ -1,11 +1,12 @@
 // Live call events (issue 35 item 5): `GET /events?callId=` streams a running call's events as server-sent events in
-// the hosted reference's shape, from `sse_init` to `sse_close` when the call ends; refusals as the conversation routes
+// the hosted reference's shape, from `sse_init` to `sse_close` when the call ends (a chat call, and a spoken web call
+// with its speech turn and latency figures); refusals as the conversation routes
 // answer them; on PostgreSQL a subscriber on a second server sharing the store gets the events of a call on the first
 // (LISTEN/NOTIFY, and Redis pub/sub when PARLEY_REDIS_URL is set).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrgKey, freshStore, startServer, testDialects, type StoreEnv, type TestServer } from './support/server.js';
 import { serverForSuite } from './support/suite.js';
-import { AgentCaller, connectUrl, endedCall } from './support/agent-client.js';
+import { AgentCaller, connectUrl, endedCall, speech } from './support/agent-client.js';
 import { OpenAiMock, type MockRequest, type MockReply } from './support/openai-mock.js';
 import { SseReader } from './support/sse-client.js';
 
@@ -97,6 +98,44 @@ for (const dialect of testDialects()) {
       const agentId = await agentOn(suite.server, llmBase);
       await followCall(suite.server, suite.server, agentId);
     });
+
+    it.runIf(dialect === 'sqlite')('streams a spoken web call: the caller\'s speech turn, what was heard, the turn latency, the spoken reply', async () => {
+      const { server } = suite;
+      const agentId = await agentOn(server, llmBase);
+      const c = new AgentCaller(connectUrl(server, { token: server.key, agent_id: agentId, sample_rate: '16000' }), 16000);
+      await c.opened;
+      const callId = (await c.waitFor((f) => f.type === 'session.created')).call_id as string;
+      for (let i = 0; (await server.request('GET', `${A}/conversation/${callId}`)).status !== 200; i++) {
+        if (i > 100) throw new Error(`call ${callId} has no record`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const sse = new SseReader(`${server.base}${A}/events?callId=${callId}`, server.key);
+      await sse.waitFor('sse_init');
+      c.startMic();
+      const mark = c.frames.length;
+      await c.say(await speech(server, 'Please book a table for two.'));
+      const heard = await c.waitFor((f) => f.type === 'transcript' && f.role === 'user', 30_000, mark);
+      const reply = await c.agentTurn(mark, 40_000);
+      expect(reply.text).toBe(`You said ${String(heard.text).toLowerCase().replace(/[^a-z ]/g, '')}.`);
+      // The events of the spoken turn, in order: the caller's speech began and stopped, what was heard, the agent's
+      // turn with its words, and the turn's latency figures (measured, so positive).
+      const start = await sse.waitFor('user_turn_start');
+      const user = await sse.waitFor('user_transcription');
+      expect(user).toMatchObject({ call_id: callId, user_transcription_text: heard.text, turn_index: 1 });
+      expect((await sse.waitFor('tts_completed')).tts_text).toBe(reply.text);
+      const latency = await sse.waitFor('turn_latency');
+      expect(latency.turn_index).toBe(1);
+      for (const k of ['turn_latency', 'stt_api_ms', 'tts_api_ms', 'llm_api_ms']) expect(latency[k], `${k} in ${JSON.stringify(latency)}`).toBeGreaterThan(0);
+      const types = sse.events.map((e) => e.event_type);
+      expect(types.indexOf('user_turn_start')).toBeLessThan(types.indexOf('user_turn_end'));
+      expect(types.indexOf('user_turn_end')).toBeLessThan(types.indexOf('user_transcription'));
+      expect(types.indexOf('user_transcription')).toBeLessThan(types.lastIndexOf('agent_turn_start'));
+      expect(start.turn_index).toBe(1);
+      c.send({ type: 'session.close' });
+      await c.closed;
+      await sse.done;
+      expect(sse.events.at(-2)).toMatchObject({ event_type: 'call_end', status: 'completed' });
+    }, 90_000);
 
     it("refuses without callId (400), an unknown call (404), another organization's call (403), no key (401)", async () => {
       const { server } = suite;
