@@ -98,6 +98,12 @@ const BENCHES: BenchDef[] = [
     quick: () => ({ env: { BENCH_UPLOADS: '2', BENCH_ROWS: '20000' }, leftOut: '2 uploads of 20,000 rows instead of 6 of 100,000' }),
   },
   {
+    name: 'kb-pdf',
+    file: 'bench/kb-pdf.ts',
+    title: 'Reading a 300-page PDF into a knowledge base, against /health',
+    quick: () => ({ env: { BENCH_REPEAT: '1', BENCH_PAGES: '100' }, leftOut: 'one 100-page PDF instead of three of 300 pages' }),
+  },
+  {
     name: 'audience-members',
     file: 'bench/audience-members.ts',
     title: 'Adding 10,000 audience members in one JSON request, against /health',

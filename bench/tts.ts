@@ -4,8 +4,9 @@
 //  2. real-time factor per voice (POST /tts, one paragraph, pcm at the voice's native rate);
 //  3. round-trip WER: 50 agent sentences synthesised (pcm 16 kHz) and recognised by POST /stt/.
 // Env: BENCH_ITERATIONS (timed requests per first-audio case, default 30), BENCH_WARMUP (default 3),
-// BENCH_RTF_RUNS (default 5), BENCH_WER_VOICES (default slt,kal16,rms), BENCH_BUDGET_S (default 270: extra WER
-// voices are skipped once the run has taken this long).
+// BENCH_RTF_RUNS (default 5), BENCH_FIRST_AUDIO_VOICES (default: the server's default voice, slt, kal),
+// BENCH_WER_VOICES (default: the default voice, slt, kal16, rms, pico-en-US where listed), BENCH_BUDGET_S (default
+// 270: extra WER voices are skipped once the run has taken this long).
 import { intEnv, stopAndCollectProblems, UNCAPPED_SESSIONS } from './lib/harness.js';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -20,14 +21,17 @@ const W = '/waves/v1';
 const GOAL_FIRST_AUDIO_P50_MS = 150;
 const GOAL_WER = 0.05;
 const CONCURRENCIES = [1, 8] as const;
-const FIRST_AUDIO_VOICES = ['slt', 'kal'] as const;
+/** Besides the server's default voice (listed first): Flite's slt and kal, side by side with it. */
+const FIRST_AUDIO_VOICES_ENV = process.env.BENCH_FIRST_AUDIO_VOICES;
 const REQUEST_TIMEOUT_MS = 60_000;
 
 const ITERATIONS = intEnv('BENCH_ITERATIONS', 30, 1);
 const WARMUP = intEnv('BENCH_WARMUP', 3, 0);
 const RTF_RUNS = intEnv('BENCH_RTF_RUNS', 5, 1);
 const BUDGET_S = intEnv('BENCH_BUDGET_S', 270, 0);
-const WER_VOICES = (process.env.BENCH_WER_VOICES ?? 'slt,kal16,rms').split(',').map((v) => v.trim()).filter(Boolean);
+const WER_VOICES_ENV = process.env.BENCH_WER_VOICES;
+const list = (v: string) => v.split(',').map((x) => x.trim()).filter(Boolean);
+let WER_VOICES: string[] = [];
 
 const started = performance.now();
 const elapsedS = () => (performance.now() - started) / 1000;
@@ -427,6 +431,12 @@ try {
     return v;
   };
 
+  // The default voice (the catalog lists it first) and the optional engines' English voices where installed, beside
+  // Flite's: the issue's goals compare them.
+  const listedIds = new Set(voices.map((v) => v.voiceId));
+  const defaultVoice = voices[0]?.voiceId ?? 'slt';
+  const FIRST_AUDIO_VOICES = FIRST_AUDIO_VOICES_ENV ? list(FIRST_AUDIO_VOICES_ENV) : [...new Set([defaultVoice, 'slt', 'kal'])];
+  WER_VOICES = WER_VOICES_ENV ? list(WER_VOICES_ENV) : [...new Set([defaultVoice, 'slt', 'kal16', 'rms', 'pico-en-US'])].filter((v) => listedIds.has(v));
   for (const id of FIRST_AUDIO_VOICES) {
     for (const c of CONCURRENCIES) {
       for (const t of ['sse', 'ws'] as const) {
