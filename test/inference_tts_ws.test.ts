@@ -1,10 +1,12 @@
-// WSS /tts/live: streamed text in, ordered base64 PCM chunks out, complete and close; auth, token expiry, idle timeout.
+// WSS /tts/live: streamed text in, ordered base64 PCM chunks out, complete and close; word timestamps (RHVoice); auth,
+// token expiry, idle timeout.
 import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { AccessTokens } from '../control-plane/auth/tokens.js';
 import { storeSql } from './support/server.js';
 import { serverForSuite } from './support/suite.js';
 import { werOf } from './support/speech.js';
+import { RHVOICE_INSTALLED, RHVOICE_SKIP_NOTE } from './support/rhvoice.js';
 
 const W = '/waves/v1';
 
@@ -57,6 +59,39 @@ describe('WSS /tts/live', () => {
     expect(pcm.length / 2 / 16000).toBeGreaterThan(2);
     const heard = await suite.server.request('POST', `${W}/stt/?model=pulse&language=en&encoding=linear16&sample_rate=16000`, { raw: pcm, headers: { 'content-type': 'application/octet-stream' } });
     expect(werOf(parts.join(''), heard.body.transcription), heard.body.transcription).toBeLessThanOrEqual(0.15);
+  });
+
+  it.skipIf(!RHVOICE_INSTALLED)(`word_timestamps: a frame per word before its phrase's audio, timed from the stream's start; a voice without timings is refused${RHVOICE_SKIP_NOTE}`, async () => {
+    const ws = await open(url(), auth());
+    const done = frames(ws);
+    const parts = ['Your order has shipped.', ' It will arrive on Friday.'];
+    ws.send(JSON.stringify({ voice_id: 'rhvoice-slt', text: parts[0], sample_rate: 24000, continue: true, word_timestamps: true }));
+    ws.send(JSON.stringify({ voice_id: 'rhvoice-slt', text: parts[1], complete_backoff_ms: 0 }));
+    const { frames: got } = await done;
+    expect(got.at(-1)).toMatchObject({ status: 'complete' });
+    const words = got.filter((f) => f.status === 'word_timestamp').map((f) => (f as unknown as { data: { id: number; word: string; start: number; end: number } }).data);
+    expect(words.map((w) => w.word)).toEqual(['Your', 'order', 'has', 'shipped', 'It', 'will', 'arrive', 'on', 'Friday']);
+    expect(words.map((w) => w.id)).toEqual(words.map((_, i) => i));
+    for (const [i, w] of words.entries()) {
+      expect(w.end).toBeGreaterThanOrEqual(w.start);
+      if (i > 0) expect(w.start).toBeGreaterThanOrEqual(words[i - 1]!.start);
+    }
+    // Each phrase's words come before its audio; the second phrase's are timed after the first phrase's audio.
+    const firstChunk = got.findIndex((f) => f.status === 'chunk');
+    expect(got.findIndex((f) => f.status === 'word_timestamp')).toBeLessThan(firstChunk);
+    const pcm = Buffer.concat(got.filter((f) => f.status === 'chunk').map((c) => Buffer.from(c.data!.audio, 'base64')));
+    const seconds = pcm.length / 2 / 24000;
+    const firstPhrase = (await fetch(`${suite.server.base}${W}/tts`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: JSON.stringify({ voice_id: 'rhvoice-slt', text: parts[0], sample_rate: 24000, output_format: 'pcm' }) }).then((r) => r.arrayBuffer())).byteLength / 2 / 24000;
+    expect(words[4]!.start).toBeGreaterThanOrEqual(firstPhrase - 0.01);
+    expect(words.at(-1)!.end).toBeLessThanOrEqual(seconds + 0.01);
+    // Flite's slt gives no word timings: refused, naming the field, not silently left out.
+    const flite = await open(url(), auth());
+    const refused = frames(flite);
+    flite.send(JSON.stringify({ voice_id: 'slt', text: 'Hello.', word_timestamps: true }));
+    const error = await new Promise<Frame>((resolve) => flite.once('message', (d) => resolve(JSON.parse(d.toString()) as Frame)));
+    expect(error).toMatchObject({ status: 'error', error: { code: 'invalid_request', message: expect.stringMatching(/^word_timestamps: voice "slt" gives no word timings \(voices that do: rhvoice-/) } });
+    flite.close();
+    await refused;
   });
 
   it('refuses an upgrade without a valid credential (401), and takes a token in api_key', async () => {

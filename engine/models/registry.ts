@@ -243,6 +243,11 @@ export class ModelRegistry implements Synthesizer {
     return all.sort((a, b) => Number(b.voiceId === this.defaultVoiceId) - Number(a.voiceId === this.defaultVoiceId));
   }
 
+  /** Whether a voice's engine gives word timings with its audio (RHVoice's do; Flite's, SVOX Pico's and Piper's do not). */
+  givesWordTimings(voiceId: string): boolean {
+    return this.rhvoice?.hasVoice(voiceId) ?? false;
+  }
+
   voice(voiceId: string): VoiceEntry | undefined {
     return this.voices().find((v) => v.voiceId === voiceId);
   }

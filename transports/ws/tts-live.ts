@@ -36,6 +36,11 @@ class TtsLiveSession implements WsSession {
   private drained: (() => void) | null = null;
   private ended = false;
   private completeBackoffMs = 4000;
+  /** `word_timestamps: true`: a `word_timestamp` frame per spoken word, before its phrase's audio. */
+  private wordTimestamps = false;
+  /** Words timed so far (the next frame's `id`) and seconds of audio produced so far (where the next phrase starts). */
+  private wordsTimed = 0;
+  private streamSeconds = 0;
   /** What phrases are said as: the pronunciation dictionaries the first message naming any names (pronunciation_dicts). */
   private say: Promise<SpeechTransform> | null = null;
 
@@ -69,6 +74,19 @@ class TtsLiveSession implements WsSession {
     } catch (err) {
       this.error('invalid_request', err instanceof ApiError ? err.message : 'invalid message');
       return;
+    }
+    if (message.word_timestamps !== undefined) {
+      if (typeof message.word_timestamps !== 'boolean') {
+        this.error('invalid_request', 'word_timestamps: must be a boolean');
+        return;
+      }
+      // Only engines that time their words can give them; a voice that cannot is refused rather than silent.
+      if (message.word_timestamps && !this.registry.givesWordTimings(params.voiceId)) {
+        const timed = this.registry.voices().map((v) => v.voiceId).filter((id) => this.registry.givesWordTimings(id));
+        this.error('invalid_request', `word_timestamps: voice "${params.voiceId}" gives no word timings (${timed.length ? `voices that do: ${timed.join(', ')}` : 'no voice here does: RHVoice is not installed'})`);
+        return;
+      }
+      this.wordTimestamps = message.word_timestamps;
     }
     if (typeof message.complete_backoff_ms === 'number' && message.complete_backoff_ms >= 0 && message.complete_backoff_ms <= 10_000) {
       this.completeBackoffMs = message.complete_backoff_ms;
@@ -118,6 +136,8 @@ class TtsLiveSession implements WsSession {
       if (this.ended) return;
       try {
         const a = await audio;
+        if (this.wordTimestamps) this.sendWords(a.words ?? []);
+        this.streamSeconds += a.samples.length / a.sampleRate;
         await this.send((this.output as OutputStream).push(a.samples, a.sampleRate));
       } catch (err) {
         if (err instanceof QueueFullError) this.error('server_busy', 'Speech models are busy; retry shortly');
@@ -152,6 +172,15 @@ class TtsLiveSession implements WsSession {
     if (this.conn.bufferedAmount() >= BACKPRESSURE_BYTES) await new Promise<void>((r) => (this.drained = r));
   }
 
+  /** A phrase's word timings as the wire's `word_timestamp` frames: `id` counts words over the stream, times from its start. */
+  private sendWords(words: readonly { word: string; start: number; end: number }[]): void {
+    const at = (t: number) => Math.round((this.streamSeconds + t) * 1000) / 1000;
+    for (const w of words) {
+      if (this.ended) return;
+      this.conn.sendJson({ ...this.ids(), status: 'word_timestamp', data: { id: this.wordsTimed++, word: w.word, start: at(w.start), end: at(w.end) } });
+    }
+  }
+
   private ids(): Record<string, string> {
     const p = this.params;
     return {
@@ -184,10 +213,11 @@ class TtsLiveSession implements WsSession {
 /** Client text frames and server frames of a synthesis session (wire: inference-api.md). */
 const TTS_LIVE: RouteDoc = docs('Speech synthesis')('Synthesize speech over a WebSocket (streamed text in, audio out)', {
   description:
-    'Client: JSON `{text, voice_id, sample_rate?, speed?, continue?, flush?, request_id?}` messages; `continue: true` keeps ' +
+    'Client: JSON `{text, voice_id, sample_rate?, speed?, continue?, flush?, word_timestamps?, request_id?}` messages; `continue: true` keeps ' +
     'the text open for more, `flush: true` synthesizes what is buffered. Server: `{status: "chunk", data: {audio}}` frames ' +
-    '(base64 PCM16), `{status: "complete"}` at the end of a request, `{status: "error", error: {message, code}}`; an idle session is closed ' +
-    'after `timeout` seconds.',
+    '(base64 PCM16), with `word_timestamps: true` a `{status: "word_timestamp", data: {id, word, start, end}}` frame per word before ' +
+    "its phrase's audio (seconds from the stream's start; RHVoice voices only, others refused), `{status: \"complete\"}` at the end of a " +
+    'request, `{status: "error", error: {message, code}}`; an idle session is closed after `timeout` seconds.',
   query: [{ name: 'timeout', description: 'Idle seconds before the server closes (1-3600, default 60).', schema: { type: 'integer', minimum: 1, maximum: 3600 } }],
 });
 
