@@ -2,7 +2,8 @@
 // in any case, in one pass, and speechFormatting's numbers, dates, times and amounts written as words.
 import { describe, expect, it } from 'vitest';
 import { speakingAs, speechTransform } from '../engine/tts/speech-text.js';
-import { formatForSpeech, numberWords, ordinalWords, yearWords } from '../engine/tts/speech-format.js';
+import { formatForSpeech, numberWords, ordinalWords, spellCurrency, yearWords } from '../engine/tts/speech-format.js';
+import { rhvoiceText } from '../engine/models/rhvoice/index.js';
 import type { Synthesizer } from '../engine/ports.js';
 
 describe('pronunciation entries', () => {
@@ -56,6 +57,9 @@ describe('speech formatting', () => {
     expect(formatForSpeech('That is $12.50 in total.')).toBe('That is twelve dollars and fifty cents in total.');
     expect(formatForSpeech('It costs $1 or £1,200 or €0.99.')).toBe('It costs one dollar or one thousand two hundred pounds or ninety-nine cents.');
     expect(formatForSpeech('Raised $1.5 million.')).toBe('Raised one point five million dollars.');
+    // RHVoice's English front end drops the currency symbol: its text gets the amounts in words, nothing else changed.
+    expect(spellCurrency('Order 48213: $56.20, £5 or €0.99 at 3 pm.')).toBe('Order 48213: fifty-six dollars and twenty cents, five pounds or ninety-nine cents at 3 pm.');
+    expect(rhvoiceText('The charge is $300 today.', 2000)).toBe('The charge is three hundred dollars today.');
     expect(formatForSpeech('Due 2026-12-25 or 12/25/2026.')).toBe('Due December twenty-fifth, twenty twenty-six or December twenty-fifth, twenty twenty-six.');
     expect(formatForSpeech('Open at 9:05 am until 17:30, or 3 PM.')).toBe('Open at nine oh five a m until seventeen thirty, or three p m.');
     expect(formatForSpeech('From 9 a.m. until 5 p.m.')).toBe('From nine a m until five p m.');

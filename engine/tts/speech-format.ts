@@ -103,6 +103,12 @@ const RULES: [RegExp, (...m: string[]) => string | null][] = [
   [/(?<![\d.])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?![\d])/g, (_, whole, frac) => decimalWords(frac ? `${whole}.${frac}` : whole!)],
 ];
 
+/** Currency amounts only (`$56.20` -> "fifty six dollars and twenty cents"), for a voice that misreads them. */
+export function spellCurrency(text: string): string {
+  const [pattern, say] = RULES.find(([re]) => re.source.startsWith('([$£€₹])')) as (typeof RULES)[number];
+  return text.replace(pattern, (...m) => say(...(m.slice(0, -2) as string[])) ?? (m[0] as string));
+}
+
 /** The text with numbers, dates, times and amounts written as they are said. */
 export function formatForSpeech(text: string): string {
   if (!/\d/.test(text)) return text;

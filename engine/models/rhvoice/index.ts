@@ -5,6 +5,7 @@
 import { SpeechWorkerPool } from '../worker-pool.js';
 import type { MonoAudio } from '../../audio/types.js';
 import { speakableText } from '../flite-text.js';
+import { spellCurrency } from '../../tts/speech-format.js';
 import { RHVOICE_DATA_DIR, RHVOICE_SAMPLE_RATE, rhvoiceResourcePaths, type RhvoiceVoiceInfo, type WordTiming } from './catalog.js';
 import type { RhvoiceSpeech } from './binding.js';
 
@@ -31,9 +32,13 @@ export class RhvoiceError extends Error {
   override name = 'RhvoiceError';
 }
 
-/** Text as RHVoice gets it: the written forms Flite's front end rewrites (dates, addresses, #5, £/€), no control characters, capped. */
+/**
+ * Text as RHVoice gets it: currency amounts in words (its English front end drops the symbol: "$300" was said "three
+ * hundred", "$56.20" "fifty six point two zero"), then the written forms Flite's front end rewrites (dates, addresses,
+ * #5), no control characters, capped.
+ */
 export function rhvoiceText(text: string, maxChars: number): string {
-  let s = speakableText(text.normalize('NFC')).replace(/[\p{Cc}\p{Cf}\p{Co}\p{Cn}]/gu, ' ').replace(/\s+/g, ' ').trim();
+  let s = speakableText(spellCurrency(text.normalize('NFC'))).replace(/[\p{Cc}\p{Cf}\p{Co}\p{Cn}]/gu, ' ').replace(/\s+/g, ' ').trim();
   if (s.length > maxChars) {
     const cut = s.slice(0, maxChars);
     const space = cut.lastIndexOf(' ');
