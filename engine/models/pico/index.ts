@@ -3,6 +3,7 @@
 // (a real-time factor of about 0.013). Audio comes at 16 kHz; callers resample it to their rate (engine/tts/output.ts).
 import type { MonoAudio } from '../../audio/types.js';
 import { SpeechWorkerPool } from '../worker-pool.js';
+import { spellCurrency } from '../../tts/speech-format.js';
 import { PICO_LANG_DIR, PICO_SAMPLE_RATE, picoText, type PicoVoiceInfo } from './catalog.js';
 
 export { PICO_VOICES, PICO_LANG_DIR, PICO_SAMPLE_RATE, findPico, type PicoVoiceInfo } from './catalog.js';
@@ -49,8 +50,12 @@ export class PicoSynthesizer {
     return this.pool.warmup();
   }
 
-  async synthesize(text: string, opts: { voice: string; speed?: number }): Promise<MonoAudio> {
-    if (!this.hasVoice(opts.voice)) throw new PicoError(`unknown SVOX Pico voice "${opts.voice}" (available: ${this.opts.voices.map((v) => v.id).join(', ')})`);
+  async synthesize(raw: string, opts: { voice: string; speed?: number }): Promise<MonoAudio> {
+    const voice = this.opts.voices.find((v) => v.id === opts.voice);
+    if (!voice) throw new PicoError(`unknown SVOX Pico voice "${opts.voice}" (available: ${this.opts.voices.map((v) => v.id).join(', ')})`);
+    // The English voices read "€7.50" as pounds: amounts go to them in words. The other languages get the text as
+    // written (English words would be wrong there; how their own front ends read amounts is not checked here).
+    const text = voice.locale.startsWith('en') ? spellCurrency(raw) : raw;
     if (!/[\p{L}\p{N}]/u.test(picoText(text, 1, this.maxChars))) return { sampleRate: PICO_SAMPLE_RATE, samples: new Float32Array(0) };
     return { sampleRate: PICO_SAMPLE_RATE, samples: await this.pool.run({ text: picoText(text, opts.speed, this.maxChars), voiceId: opts.voice }) };
   }
