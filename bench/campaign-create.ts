@@ -4,16 +4,15 @@
 // creation took. BENCH_ROOTS: comma-separated checkouts to run side by side, one server each in turn (default: this
 // one); BENCH_DIALECT: sqlite (default) or postgres.
 //   npx tsx bench/campaign-create.ts
-import path from 'node:path';
 import { writeFileSync } from 'node:fs';
-import { freshStore, sleep, startServer, type Dialect, type TestServer } from '../test/support/server.js';
-import { intEnv, stopAndCollectProblems } from './lib/harness.js';
+import { sleep, type Dialect, type TestServer } from '../test/support/server.js';
+import { intEnv } from './lib/harness.js';
 import { printTable, quantile, resultPath } from './lib/report.js';
-import { pollHealth } from './lib/health.js';
+import { benchRoots, f0, healthSummary, perCheckout, pollHealth, rootLabel } from './lib/health.js';
 
 const ROWS = intEnv('BENCH_ROWS', 100_000, 1);
 const HEALTH_MS = intEnv('BENCH_HEALTH_MS', 10, 1);
-const ROOTS = (process.env.BENCH_ROOTS ?? '.').split(',').map((r) => path.resolve(r.trim()));
+const ROOTS = benchRoots();
 const DIALECT = (process.env.BENCH_DIALECT ?? 'sqlite') as Dialect;
 const A = '/atoms/v1';
 const FROM = '+15550990001';
@@ -35,42 +34,29 @@ async function audience(server: TestServer, rows: number): Promise<string> {
   return body.data._id;
 }
 
-interface Run { root: string; idle: number[]; during: number[]; createMs: number; status: number; problems: string[] }
-const runs: Run[] = [];
-for (const root of ROOTS) {
-  const store = freshStore(DIALECT);
-  const server = await startServer({ store, root, env: { PARLEY_RATE_LIMIT_PER_MINUTE: '1000000' } });
-  try {
-    const agent = await server.request('POST', `${A}/agent`, { body: { name: 'Bench', workflowType: 'workflow_graph', workflowGraph: { nodes: [{ id: 'a', type: 'end_call', text: 'Hello.' }], edges: [] } } });
-    const trunk = await server.request('POST', `${A}/sip-trunk/outbound`, { body: { name: 'Carrier', address: '127.0.0.1:5999', numbers: [FROM] } });
-    if (agent.status !== 201 || trunk.status !== 201) throw new Error(`setup answered ${agent.status}, ${trunk.status}`);
-    // A small campaign first, so the code paths are loaded before anything is measured.
-    const small = await audience(server, 50);
-    await server.request('POST', `${A}/campaign`, { body: { name: 'warm', agentId: agent.body.data, audienceId: small, fromNumbers: [FROM] } });
-    const big = await audience(server, ROWS);
-    for (let i = 0; i < 20; i++) await fetch(`${server.base}/health`).then((r) => r.arrayBuffer());
-    const idlePoll = pollHealth(server, HEALTH_MS);
-    await sleep(1000);
-    const idle = await idlePoll.stop();
-    const poll = pollHealth(server, HEALTH_MS);
-    const started = performance.now();
-    const created = await server.request('POST', `${A}/campaign`, { body: { name: 'Bench', agentId: agent.body.data, audienceId: big, fromNumbers: [FROM] } });
-    const createMs = performance.now() - started;
-    const during = await poll.stop();
-    const { problems } = await stopAndCollectProblems(server);
-    runs.push({ root, idle, during, createMs, status: created.status, problems });
-  } finally {
-    await server.stop();
-    await store.cleanup();
-  }
-}
+const runs = await perCheckout(ROOTS, DIALECT, async (server) => {
+  const agent = await server.request('POST', `${A}/agent`, { body: { name: 'Bench', workflowType: 'workflow_graph', workflowGraph: { nodes: [{ id: 'a', type: 'end_call', text: 'Hello.' }], edges: [] } } });
+  const trunk = await server.request('POST', `${A}/sip-trunk/outbound`, { body: { name: 'Carrier', address: '127.0.0.1:5999', numbers: [FROM] } });
+  if (agent.status !== 201 || trunk.status !== 201) throw new Error(`setup answered ${agent.status}, ${trunk.status}`);
+  // A small campaign first, so the code paths are loaded before anything is measured.
+  const small = await audience(server, 50);
+  await server.request('POST', `${A}/campaign`, { body: { name: 'warm', agentId: agent.body.data, audienceId: small, fromNumbers: [FROM] } });
+  const big = await audience(server, ROWS);
+  for (let i = 0; i < 20; i++) await fetch(`${server.base}/health`).then((r) => r.arrayBuffer());
+  const idlePoll = pollHealth(server, HEALTH_MS);
+  await sleep(1000);
+  const idle = await idlePoll.stop();
+  const poll = pollHealth(server, HEALTH_MS);
+  const started = performance.now();
+  const created = await server.request('POST', `${A}/campaign`, { body: { name: 'Bench', agentId: agent.body.data, audienceId: big, fromNumbers: [FROM] } });
+  const createMs = performance.now() - started;
+  return { idle, during: await poll.stop(), createMs, status: created.status };
+});
 
-const f0 = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? '-' : v.toFixed(0));
-const label = (root: string) => path.relative(process.cwd(), root) || '.';
 printTable(
   `POST /campaign over a ${ROWS}-member audience, /health every ${HEALTH_MS} ms (${DIALECT}); ms`,
   ['build', 'status', 'create', 'idle p50', 'idle max', 'during p50', 'p99', 'max', 'problems'],
-  runs.map((r) => [label(r.root), String(r.status), f0(r.createMs), f0(quantile(r.idle, 0.5)), f0(Math.max(...r.idle)), f0(quantile(r.during, 0.5)), f0(quantile(r.during, 0.99)), f0(Math.max(...r.during)), String(r.problems.length)]),
+  runs.map((r) => [rootLabel(r.root), String(r.status), f0(r.createMs), f0(quantile(r.idle, 0.5)), f0(Math.max(...r.idle)), f0(quantile(r.during, 0.5)), f0(quantile(r.during, 0.99)), f0(Math.max(...r.during)), String(r.problems.length)]),
   1,
 );
-writeFileSync(resultPath('campaign-create'), JSON.stringify({ rows: ROWS, dialect: DIALECT, runs: runs.map((r) => ({ ...r, idle: undefined, during: { p50: quantile(r.during, 0.5), p99: quantile(r.during, 0.99), max: Math.max(...r.during) } })) }, null, 2));
+writeFileSync(resultPath('campaign-create'), JSON.stringify({ rows: ROWS, dialect: DIALECT, runs: runs.map((r) => ({ ...r, idle: undefined, during: healthSummary(r.during) })) }, null, 2));

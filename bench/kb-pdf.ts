@@ -7,15 +7,15 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { freshStore, sleep, startServer } from '../test/support/server.js';
-import { intEnv, stopAndCollectProblems } from './lib/harness.js';
+import { sleep } from '../test/support/server.js';
+import { intEnv } from './lib/harness.js';
 import { printTable, quantile, resultPath } from './lib/report.js';
-import { pollHealth } from './lib/health.js';
+import { benchRoots, f0, healthSummary, perCheckout, pollHealth, rootLabel } from './lib/health.js';
 
 const PAGES = intEnv('BENCH_PAGES', 300, 1);
 const REPEAT = intEnv('BENCH_REPEAT', 3, 1);
 const HEALTH_MS = intEnv('BENCH_HEALTH_MS', 10, 1);
-const ROOTS = (process.env.BENCH_ROOTS ?? '.').split(',').map((r) => path.resolve(r.trim()));
+const ROOTS = benchRoots();
 const A = '/atoms/v1';
 
 /** A PDF of `pages` pages of 40 lines of text each, by Ghostscript (Debian's ghostscript). */
@@ -32,49 +32,36 @@ function makePdf(pages: number): Buffer {
 }
 
 const pdf = makePdf(PAGES);
-interface Run { root: string; during: number[]; uploadMs: number[]; statuses: string[]; problems: string[] }
-const runs: Run[] = [];
-for (const root of ROOTS) {
-  const store = freshStore('sqlite');
-  const server = await startServer({ store, root, env: { PARLEY_RATE_LIMIT_PER_MINUTE: '1000000' } });
-  try {
-    const kb = await server.request('POST', `${A}/knowledgebase`, { body: { name: 'Bench' } });
-    const id = kb.body.data as string;
-    const upload = async (bytes: Buffer, name: string) => {
-      const form = new FormData();
-      form.append('media', new Blob([new Uint8Array(bytes)], { type: 'application/pdf' }), name);
-      const res = await fetch(`${server.base}${A}/knowledgebase/${id}/items/upload-media`, { method: 'POST', headers: { authorization: `Bearer ${server.key}` }, body: form });
-      await res.arrayBuffer();
-      const items = (await server.request('GET', `${A}/knowledgebase/${id}/items`)).body.data as { fileName: string; processingStatus: string }[];
-      return `${res.status} ${items.find((i) => i.fileName === name)?.processingStatus}`;
-    };
-    await upload(makePdf(2), 'warm.pdf');
-    for (let i = 0; i < 20; i++) await fetch(`${server.base}/health`).then((r) => r.arrayBuffer());
-    const uploadMs: number[] = [];
-    const statuses: string[] = [];
-    const poll = pollHealth(server, HEALTH_MS);
+const runs = await perCheckout(ROOTS, 'sqlite', async (server) => {
+  const kb = await server.request('POST', `${A}/knowledgebase`, { body: { name: 'Bench' } });
+  const id = kb.body.data as string;
+  const upload = async (bytes: Buffer, name: string) => {
+    const form = new FormData();
+    form.append('media', new Blob([new Uint8Array(bytes)], { type: 'application/pdf' }), name);
+    const res = await fetch(`${server.base}${A}/knowledgebase/${id}/items/upload-media`, { method: 'POST', headers: { authorization: `Bearer ${server.key}` }, body: form });
+    await res.arrayBuffer();
+    const items = (await server.request('GET', `${A}/knowledgebase/${id}/items`)).body.data as { fileName: string; processingStatus: string }[];
+    return `${res.status} ${items.find((i) => i.fileName === name)?.processingStatus}`;
+  };
+  await upload(makePdf(2), 'warm.pdf');
+  for (let i = 0; i < 20; i++) await fetch(`${server.base}/health`).then((r) => r.arrayBuffer());
+  const uploadMs: number[] = [];
+  const statuses: string[] = [];
+  const poll = pollHealth(server, HEALTH_MS);
+  await sleep(200);
+  for (let k = 0; k < REPEAT; k++) {
+    const started = performance.now();
+    statuses.push(await upload(pdf, `big-${k}.pdf`));
+    uploadMs.push(performance.now() - started);
     await sleep(200);
-    for (let k = 0; k < REPEAT; k++) {
-      const started = performance.now();
-      statuses.push(await upload(pdf, `big-${k}.pdf`));
-      uploadMs.push(performance.now() - started);
-      await sleep(200);
-    }
-    const during = await poll.stop();
-    const { problems } = await stopAndCollectProblems(server);
-    runs.push({ root, during, uploadMs, statuses, problems });
-  } finally {
-    await server.stop();
-    await store.cleanup();
   }
-}
+  return { during: await poll.stop(), uploadMs, statuses };
+});
 
-const f0 = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? '-' : v.toFixed(0));
-const label = (root: string) => path.relative(process.cwd(), root) || '.';
 printTable(
   `A ${PAGES}-page PDF (${(pdf.length / 1024).toFixed(0)} KiB) uploaded ${REPEAT} times, /health every ${HEALTH_MS} ms (sqlite); ms`,
   ['build', 'statuses', 'upload p50', '/health p50', 'p99', 'max', 'problems'],
-  runs.map((r) => [label(r.root), r.statuses.join(', '), f0(quantile(r.uploadMs, 0.5)), f0(quantile(r.during, 0.5)), f0(quantile(r.during, 0.99)), f0(Math.max(...r.during)), String(r.problems.length)]),
+  runs.map((r) => [rootLabel(r.root), r.statuses.join(', '), f0(quantile(r.uploadMs, 0.5)), f0(quantile(r.during, 0.5)), f0(quantile(r.during, 0.99)), f0(Math.max(...r.during)), String(r.problems.length)]),
   1,
 );
-writeFileSync(resultPath('kb-pdf'), JSON.stringify({ pages: PAGES, bytes: pdf.length, repeat: REPEAT, runs: runs.map((r) => ({ ...r, during: { p50: quantile(r.during, 0.5), p99: quantile(r.during, 0.99), max: Math.max(...r.during) } })) }, null, 2));
+writeFileSync(resultPath('kb-pdf'), JSON.stringify({ pages: PAGES, bytes: pdf.length, repeat: REPEAT, runs: runs.map((r) => ({ ...r, during: healthSummary(r.during) })) }, null, 2));

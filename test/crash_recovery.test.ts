@@ -108,6 +108,19 @@ async function expectEndedForStoppedServer(server: TestServer, key: string, hook
   for (const callId of callIds) expect(hooks.of(callId, 'post-conversation'), callId).toHaveLength(1);
 }
 
+/** `kill -9` of a server, waiting for it to be gone. */
+async function kill9(server: TestServer): Promise<void> {
+  server.proc.kill('SIGKILL');
+  await server.waitExit();
+}
+
+/** A sipp caller that was hung up by the survivor: it ended well, having received exactly one BYE. */
+async function expectOneBye(caller: SippRun): Promise<void> {
+  const done = await caller.done;
+  expect(done.code, done.output).toBe(0);
+  expect(sippMessages(done.messages).filter((m) => m.direction === 'received' && m.method === 'BYE')).toHaveLength(1);
+}
+
 describe('calls a killed server held', () => {
   const carriers: SippCarrier[] = [];
   const receivers: WebhookReceiver[] = [];
@@ -153,17 +166,14 @@ describe('calls a killed server held', () => {
     expect(callIds).toContain(web.callId);
 
     const killedAt = Date.now();
-    first.proc.kill('SIGKILL');
-    await first.waitExit();
+    await kill9(first);
     await web.caller.closed;
     const second = await startServer({ store, env: { ...env, PARLEY_BOOTSTRAP_KEY: first.key } });
     servers.push(second);
     await expectEndedForStoppedServer(second, first.key, hooks, callIds, killedAt);
 
     // The caller and the carrier each got a BYE in their dialogs (sent from the dialogs kept in the store).
-    const callerDone = await caller.done;
-    expect(callerDone.code, callerDone.output).toBe(0);
-    expect(sippMessages(callerDone.messages).filter((m) => m.direction === 'received' && m.method === 'BYE')).toHaveLength(1);
+    await expectOneBye(caller);
     const carried = await carrier.stop();
     const byes = sippMessages(carried.messages).filter((m) => m.direction === 'received' && m.method === 'BYE');
     expect(new Set(byes.map((m) => m.headers['call-id'])).size).toBe(2);
@@ -199,14 +209,11 @@ describe('calls a killed server held', () => {
     expect(put.status, put.text).toBe(200);
     const caller = await callerWaitingForBye(Number(env.PARLEY_SIP_PORT), INBOUND_NUMBER);
     await first.waitForLog(/transfer bridged to a second call/, 20_000);
-    first.proc.kill('SIGKILL');
-    await first.waitExit();
+    await kill9(first);
     const second = await startServer({ store, env: { ...env, PARLEY_BOOTSTRAP_KEY: first.key } });
     servers.push(second);
     // Both lines of the bridge get their BYE from the dialogs kept in the store: the caller's and the target's.
-    const callerDone = await caller.done;
-    expect(callerDone.code, callerDone.output).toBe(0);
-    expect(sippMessages(callerDone.messages).filter((m) => m.direction === 'received' && m.method === 'BYE')).toHaveLength(1);
+    await expectOneBye(caller);
     const targetDone = await target.done;
     const byes = sippMessages(targetDone.messages).filter((m) => m.direction === 'received' && m.method === 'BYE');
     expect(byes.length, targetDone.output).toBeGreaterThanOrEqual(1);
@@ -231,13 +238,10 @@ describe('calls a killed server held', () => {
       const [held] = await waitFor('no answered call', () => storeSql(store, 'SELECT call_id, sip_dialog FROM live_calls'), (rows) => rows.length === 1 && rows[0]!.sip_dialog !== null, 15_000);
       expect(crm.hits).toHaveLength(1);
       const killedAt = Date.now();
-      first.proc.kill('SIGKILL');
-      await first.waitExit();
+      await kill9(first);
       const second = await startServer({ store, env: { ...env, PARLEY_BOOTSTRAP_KEY: first.key } });
       servers.push(second);
-      const callerDone = await caller.done;
-      expect(callerDone.code, callerDone.output).toBe(0);
-      expect(sippMessages(callerDone.messages).filter((m) => m.direction === 'received' && m.method === 'BYE')).toHaveLength(1);
+      await expectOneBye(caller);
       // The record existed from before the answer; the survivor ended it, with the call's standard variables.
       const [record] = await waitFor('call not ended', () => calls(second, first.key), (list) => list.length === 1 && list[0].status === 'failed', 20_000);
       expect(record).toMatchObject({ callId: held!.call_id, type: 'telephony_inbound', status: 'failed', callFailureReason: 'server_stopped', to: INBOUND_NUMBER });
@@ -276,8 +280,7 @@ describe('calls a killed server held', () => {
     const second = await startServer({ store, env: { ...(await serverEnv()), PARLEY_BOOTSTRAP_KEY: first.key } });
     servers.push(second);
     const killedAt = Date.now();
-    first.proc.kill('SIGKILL');
-    await first.waitExit();
+    await kill9(first);
     await web.caller.closed;
     await expectEndedForStoppedServer(second, first.key, hooks, callIds, killedAt);
     // One BYE transaction each, from the survivor. (sipp sends its 200 to the address the dialog began with, the dead
