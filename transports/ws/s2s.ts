@@ -57,6 +57,7 @@ import { inferenceError } from '../http/auth.js';
 import type { HttpServer } from '../http/server.js';
 import { docs, type HttpRequest } from '../http/types.js';
 import { wsRoute, type WsConnection, type WsSession } from './endpoint.js';
+import { parseS2sClientFrame } from './s2s-messages.js';
 import { s2sUpgradeErrorBody } from '../routes/inference-errors.js';
 import { ownerOf, type SessionLimits } from '../../calls/session-limits.js';
 import { CURRENT_MODEL, DEFAULT_VOICE, S2S_MODELS, S2S_VOICES, isObject, parseTools, s2sSpec, toFunction, tokens, words, type S2sModel, type WireTool } from './s2s-protocol.js';
@@ -281,8 +282,10 @@ class S2sConnection implements WsSession {
       return;
     }
     const eventId = typeof msg.event_id === 'string' ? msg.event_id : null;
+    // Routed by the client-frame union (s2s-messages.ts); each handler checks its frame's fields.
+    const frame = parseS2sClientFrame(msg);
     try {
-      switch (msg.type) {
+      switch (frame?.type) {
         case 'session.configure':
           return this.configure(msg, eventId);
         case 'session.update':
