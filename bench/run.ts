@@ -82,6 +82,12 @@ const BENCHES: BenchDef[] = [
     quick: () => ({ env: { BENCH_ITERATIONS: '30', BENCH_WARMUP: '5' }, leftOut: '30 publishes per case instead of 200 (warm-up 5 instead of 10)' }),
   },
   {
+    name: 'analytics',
+    file: 'bench/analytics.ts',
+    title: 'Analytics routes over 100,000 call records, SQLite and PostgreSQL',
+    quick: () => ({ env: { BENCH_CALLS: '20000', BENCH_REPEATS: '10' }, leftOut: '20,000 calls instead of 100,000, 10 requests per route instead of 30' }),
+  },
+  {
     name: 'webhooks',
     file: 'bench/webhooks-tools.ts',
     title: 'Webhook deliveries per second, and what an api_call tool adds to a turn',

@@ -72,6 +72,7 @@ import { knowledgeBaseRoutes } from '../transports/routes/knowledge-bases.js';
 import { failStalledItems } from '../control-plane/knowledge/knowledge-bases.js';
 import { organizationRoutes } from '../transports/routes/organization.js';
 import { callActionRoutes } from '../transports/routes/call-actions.js';
+import { analyticsRoutes } from '../transports/routes/analytics.js';
 import { liveEventRoutes } from '../transports/routes/live-events.js';
 import { LiveEvents } from '../calls/live-events.js';
 import { PgLiveBus, RedisLiveBus } from '../calls/live-bus.js';
@@ -163,6 +164,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
   dncRoutes(server, settings.atomsPrefix, ctx, dnc);
   knowledgeBaseRoutes(server, settings.atomsPrefix, ctx);
   callActionRoutes(server, settings.atomsPrefix, ctx);
+  const analytics = await analyticsRoutes(server, settings.atomsPrefix, ctx);
   tokenRoutes(server, settings.wavesPrefix, minter);
   const registry = new ModelRegistry({
     cacheDir: path.join(settings.dataDir, 'models-cache'),
@@ -335,6 +337,7 @@ export async function startApp(settings: Settings, logger: Logger = pino({ level
       await scanner.close();
       await registry.close();
       await webhooks.stop();
+      await analytics.close();
       await store.close();
       // Last: the spans of the calls and deliveries that ended above.
       await tracing?.shutdown();

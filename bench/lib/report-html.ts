@@ -170,6 +170,10 @@ const FIGURES: Record<string, FigureFn> = {
     const r = result<{ rows: { dialect: string; case: string; n: number; p50Ms: number; p95Ms: number }[] }>(run, 'publish-latency');
     return (r?.rows ?? []).map((x) => ({ label: `${x.dialect}, ${x.case} (n ${x.n})`, value: `p50 ${f1(x.p50Ms)} / p95 ${f1(x.p95Ms)} ms` }));
   },
+  analytics: (run) => {
+    const r = result<{ calls: number; results: { store: string; timings: { route: string; p50: number; p95: number }[] }[] }>(run, 'analytics');
+    return (r?.results ?? []).flatMap((x) => x.timings.filter((t) => t.route.startsWith('dashboard')).map((t) => ({ label: `${x.store}, ${r?.calls} calls, ${t.route.replace(/agentId=\w+/, 'agentId=…').replace(/dateFrom=[\d-]+&dateTo=[\d-]+/, 'all days')} (goal p95 <= 200 ms)`, value: `p50 ${f1(t.p50)} / p95 ${f1(t.p95)} ms` })));
+  },
   webhooks: (run) => {
     const r = result<{ webhooks?: { producer: string; webhooksPerEvent: number; offeredDeliveriesPerS: number | null; sustainedPerS: number; latencyP50Ms: number; latencyP95Ms: number; failed: number; signatureFailures: number }[]; apiCall?: { addedMs?: { p50: number; p95: number }; platformPartP50Ms?: number } }>(run, 'webhooks-tools');
     if (!r) return [];

@@ -3,6 +3,7 @@ import { pronunciationDictsMigration } from '../pronunciation/migration.js';
 import { PostgresAdapter, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import { knowledgeBaseMigration } from '../knowledge/migration.js';
 import { organizationSurfacesMigration } from '../organization/migration.js';
+import { analyticsMigration } from '../analytics/migration.js';
 
 const migrations: Record<string, Migration> = {
   '0001_foundation': {
@@ -639,6 +640,8 @@ const migrations: Record<string, Migration> = {
   '0022_pronunciation_dicts': pronunciationDictsMigration,
   // Agents' concurrency reservations and call actions (control-plane/organization/).
   '0023_organization_surfaces': organizationSurfacesMigration,
+  // The covering index of the analytics routes' aggregates over call records (control-plane/analytics/).
+  '0024_analytics_index': analyticsMigration,
 };
 
 export const migrationProvider: MigrationProvider = {
