@@ -1,17 +1,12 @@
 // The agent WebSocket's client messages: one discriminated union, the refusals the socket sends for each, and the
 // protocol document (docs/agent-session-ws.md) listing exactly its types.
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { documentedTypes } from './support/doc-table.js';
 import { AGENT_CLIENT_MESSAGE_TYPES, MAX_TEXT, parseAgentClientMessage } from '../transports/ws/agent-messages.js';
 
 describe('agent socket client messages', () => {
   it('docs/agent-session-ws.md documents exactly the message types the socket parses', () => {
-    const doc = readFileSync(new URL('../docs/agent-session-ws.md', import.meta.url), 'utf8');
-    // The client-message table: rows whose first cell is a message type.
-    const section = doc.slice(doc.indexOf('| `input_audio_buffer.append`'));
-    const table = section.slice(0, section.indexOf('\n\n'));
-    const documented = [...table.matchAll(/^\| `([a-z_.]+)` \|/gm)].map((m) => m[1]);
-    expect(documented).toEqual([...AGENT_CLIENT_MESSAGE_TYPES]);
+    expect(documentedTypes(new URL('../docs/agent-session-ws.md', import.meta.url), 'input_audio_buffer.append')).toEqual([...AGENT_CLIENT_MESSAGE_TYPES]);
   });
 
   it('accepts each documented shape and refuses with the texts the socket sends', () => {

@@ -1,16 +1,12 @@
 // The speech-to-speech socket's client frames: one discriminated union routes them, and the protocol document
 // (docs/s2s-ws.md) lists exactly its types.
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { documentedTypes } from './support/doc-table.js';
 import { parseS2sClientFrame, S2S_CLIENT_FRAME_TYPES } from '../transports/ws/s2s-messages.js';
 
 describe('speech-to-speech client frames', () => {
   it('docs/s2s-ws.md documents exactly the frame types the socket routes', () => {
-    const doc = readFileSync(new URL('../docs/s2s-ws.md', import.meta.url), 'utf8');
-    const section = doc.slice(doc.indexOf('| `session.configure`'));
-    const table = section.slice(0, section.indexOf('\n\n'));
-    const documented = [...table.matchAll(/^\| `([a-z_.]+)` \|/gm)].map((m) => m[1]);
-    expect(documented).toEqual([...S2S_CLIENT_FRAME_TYPES]);
+    expect(documentedTypes(new URL('../docs/s2s-ws.md', import.meta.url), 'session.configure')).toEqual([...S2S_CLIENT_FRAME_TYPES]);
   });
 
   it('routes every documented type with its fields as sent, and no other', () => {

@@ -10,6 +10,13 @@ import { callStartDistribution, concurrency, dailyCallSummary } from '../../cont
 import { callCountsLog, conversationDetails } from '../../control-plane/analytics/records.js';
 import { analyticsReaders, type Run } from '../../control-plane/analytics/sqlite-readers.js';
 
+/** What a day route's query gives its report. */
+interface DayArgs {
+  orgId: string;
+  filters: Awaited<ReturnType<typeof readFilters>>;
+  day: ReturnType<typeof readDay>;
+}
+
 const success = (data: unknown): HttpResponse => ({ status: 200, body: { success: true, data } });
 const SUCCESS_DOC = { type: 'object', properties: { success: { const: true }, data: {} } } as const;
 
@@ -198,72 +205,46 @@ export async function analyticsRoutes(server: HttpServer, prefix: string, ctx: R
     },
   );
 
-  server.route(
-    'GET',
-    `${p}/concurrency`,
-    async (req) => {
-      const actor = actorOf(req);
-      const day = readDay(req.query);
-      const filters = await readFilters(ctx.db, actor, req.query, { campaign: false, callType: false });
-      return success(await concurrency(ctx.db, run, actor.orgId, filters, day, boolParam(req.query, 'includeAgents', false)));
-    },
-    {
-      ...auth,
-      doc: d('Concurrent calls minute by minute on a day', {
-        description:
-          'A call counts in each minute (UTC) its talk overlaps, from its start to its end (a call still up: to now); calls that never talked are not counted. `dataPoints` lists all 1440 minutes; ' +
-          '`peakConcurrent` is the most at once, `totalMinutes` the minutes with a call up, `avgConcurrent` the mean over those minutes. `byAgent` (only with `includeAgents=true`) gives each agent\'s.',
-        query: [...DAY_Q, { name: 'includeAgents', description: '`include_agents` also works.', schema: { type: 'string', enum: ['true', 'false'], default: 'false' } }],
-        response: {
-          description: '`{success: true, data: {date, dataPoints: [{minute: "HH:MM", timestamp, concurrent}], peakConcurrent, avgConcurrent, totalMinutes, byAgent?: [{agentId, agentName, peakConcurrent, avgConcurrent, totalMinutes}]}}`.',
-          schema: SUCCESS_DOC,
-        },
-        errors: [403, 404],
-      }),
-    },
+  /** A route over one UTC day (`date`) of the organization's calls, optionally one agent's. */
+  const dayRoute = (path: string, summary: string, description: string, response: string, query: QueryDoc[], run: (args: DayArgs, req: HttpRequest) => Promise<unknown>) =>
+    server.route(
+      'GET',
+      `${p}/${path}`,
+      async (req) => {
+        const actor = actorOf(req);
+        const day = readDay(req.query);
+        const filters = await readFilters(ctx.db, actor, req.query, { campaign: false, callType: false });
+        return success(await run({ orgId: actor.orgId, filters, day }, req));
+      },
+      { ...auth, doc: d(summary, { description, query, response: { description: response, schema: SUCCESS_DOC }, errors: [403, 404] }) },
+    );
+
+  dayRoute(
+    'concurrency',
+    'Concurrent calls minute by minute on a day',
+    'A call counts in each minute (UTC) its talk overlaps, from its start to its end (a call still up: to now); calls that never talked are not counted. `dataPoints` lists all 1440 minutes; ' +
+      '`peakConcurrent` is the most at once, `totalMinutes` the minutes with a call up, `avgConcurrent` the mean over those minutes. `byAgent` (only with `includeAgents=true`) gives each agent\'s.',
+    '`{success: true, data: {date, dataPoints: [{minute: "HH:MM", timestamp, concurrent}], peakConcurrent, avgConcurrent, totalMinutes, byAgent?: [{agentId, agentName, peakConcurrent, avgConcurrent, totalMinutes}]}}`.',
+    [...DAY_Q, { name: 'includeAgents', description: '`include_agents` also works.', schema: { type: 'string', enum: ['true', 'false'], default: 'false' } }],
+    (a, req) => concurrency(ctx.db, run, a.orgId, a.filters, a.day, boolParam(req.query, 'includeAgents', false)),
   );
 
-  server.route(
-    'GET',
-    `${p}/call-start-distribution`,
-    async (req) => {
-      const actor = actorOf(req);
-      const day = readDay(req.query);
-      const filters = await readFilters(ctx.db, actor, req.query, { campaign: false, callType: false });
-      return success(await callStartDistribution(ctx.db, run, actor.orgId, filters, day));
-    },
-    {
-      ...auth,
-      doc: d('Calls created per minute of a day', {
-        description: 'All 1440 minutes (UTC) of the day, zeros included.',
-        query: DAY_Q,
-        response: { description: '`{success: true, data: {date, dataPoints: [{minute: "HH:MM", count}], totalCalls}}`.', schema: SUCCESS_DOC },
-        errors: [403, 404],
-      }),
-    },
+  dayRoute(
+    'call-start-distribution',
+    'Calls created per minute of a day',
+    'All 1440 minutes (UTC) of the day, zeros included.',
+    '`{success: true, data: {date, dataPoints: [{minute: "HH:MM", count}], totalCalls}}`.',
+    DAY_Q,
+    (a) => callStartDistribution(ctx.db, run, a.orgId, a.filters, a.day),
   );
 
-  server.route(
-    'GET',
-    `${p}/daily-call-summary`,
-    async (req) => {
-      const actor = actorOf(req);
-      const day = readDay(req.query);
-      const filters = await readFilters(ctx.db, actor, req.query, { campaign: false, callType: false });
-      return success(await dailyCallSummary(ctx.db, run, actor.orgId, filters, day));
-    },
-    {
-      ...auth,
-      doc: d("A day's calls by outcome, with those still queued or up", {
-        description: `The calls created that day (UTC). \`unansweredCalls\`: not answered or answered by a machine; \`inProgressCalls\` / \`inQueueCalls\`: those of them up (or being connected) and queued now, read from the records. ${PICKUP}`,
-        query: DAY_Q,
-        response: {
-          description: '`{success: true, data: {date, totalCalls, answeredCalls, unansweredCalls, failedCalls, cancelledCalls, voicemailCalls, pickupRate, inProgressCalls, inQueueCalls, totalDurationMs, avgDurationMs}}`.',
-          schema: SUCCESS_DOC,
-        },
-        errors: [403, 404],
-      }),
-    },
+  dayRoute(
+    'daily-call-summary',
+    "A day's calls by outcome, with those still queued or up",
+    `The calls created that day (UTC). \`unansweredCalls\`: not answered or answered by a machine; \`inProgressCalls\` / \`inQueueCalls\`: those of them up (or being connected) and queued now, read from the records. ${PICKUP}`,
+    '`{success: true, data: {date, totalCalls, answeredCalls, unansweredCalls, failedCalls, cancelledCalls, voicemailCalls, pickupRate, inProgressCalls, inQueueCalls, totalDurationMs, avgDurationMs}}`.',
+    DAY_Q,
+    (a) => dailyCallSummary(ctx.db, run, a.orgId, a.filters, a.day),
   );
 
   server.route('GET', `${p}/conversation-details/:callId`, async (req) => success(await conversationDetails(ctx.db, actorOf(req), req.params.callId as string)), {
