@@ -334,7 +334,12 @@ for (const dialect of testDialects()) {
         const id = await kb(first, 'Site');
         const urls = [`${base}/slow.html`, `${base}/next.html`];
         expect((await first.request('POST', `${A}/knowledgebase/${id}/scrape-urls`, { body: { urls } })).status).toBe(200);
-        const status = async (s: TestServer) => (await s.request('GET', `${A}/knowledgebase/${id}/scraped-urls`, { key: first!.key })).body.data.map((u: any) => [u.url, u.status, u.error]);
+        // In the order of `urls` (the list sorts by creation time, then id: two items made in the same millisecond
+        // come in either order).
+        const status = async (s: TestServer) => {
+          const listed = (await s.request('GET', `${A}/knowledgebase/${id}/scraped-urls`, { key: first!.key })).body.data as any[];
+          return urls.map((url) => listed.filter((u) => u.url === url).map((u) => [u.url, u.status, u.error])[0]);
+        };
         for (let i = 0; i < 50 && held.length === 0; i++) await sleep(100);
         expect(await status(first)).toEqual([[urls[0], 'processing', null], [urls[1], 'pending', null]]);
         first.proc.kill('SIGKILL');
